@@ -1,0 +1,822 @@
+"""The validated, immutable corpus every model starts from.
+
+A :class:`Corpus` holds host numpy arrays: all tokens of all documents concatenated
+(``word_ids``), document boundaries (``doc_offsets``), the vocabulary and optional sentence
+boundaries, gold labels and document names. Constructors read common inputs (token lists,
+raw texts, gensim-style bag-of-words, LDA-C, UCI, JSON lines). Empty documents are kept, never
+dropped; models that cannot take them call :meth:`Corpus.require_nonempty_docs`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Literal
+
+import numpy as np
+
+from . import io as _io
+from .errors import CorpusError, EmptyDocumentError, FormatError, ParameterError
+
+__all__ = ["Corpus", "ENGLISH_STOP_WORDS", "default_tokenizer", "split_sentences"]
+
+_INT32_MAX = int(np.iinfo(np.int32).max)
+_INT64_MAX = int(np.iinfo(np.int64).max)
+_NUM_SHOWN = 5  # how many offending indices an error message lists
+
+ENGLISH_STOP_WORDS: frozenset[str] = frozenset(
+    """
+    a about above across after afterwards again against all almost alone along already also
+    although always am among amongst amount an and another any anyhow anyone anything anyway
+    anywhere are aren't around as at back be became because become becomes becoming been before
+    beforehand behind being below beside besides between beyond both bottom but by call can
+    can't cannot could couldn't did didn't do does doesn't doing don't done down due during
+    each eg either else elsewhere enough etc even ever every everyone everything everywhere
+    except few first for former formerly from front full further get gets give go had hadn't
+    has hasn't have haven't having he he'd he'll he's hence her here here's hereafter hereby
+    herein hereupon hers herself him himself his how how's however i i'd i'll i'm i've ie if in
+    indeed instead into is isn't it it's its itself just keep last latter latterly least less
+    let's like made many may me meanwhile might mine more moreover most mostly much must
+    mustn't my myself name namely neither never nevertheless next no nobody none noone nor not
+    nothing now nowhere of off often on once one only onto or other others otherwise ought our
+    ours ourselves out over own part per perhaps please put rather re same say says see seem
+    seemed seeming seems several shall shan't she she'd she'll she's should shouldn't show side
+    since so some somehow someone something sometime sometimes somewhere still such take than
+    that that's the their theirs them themselves then thence there there's thereafter thereby
+    therefore therein thereupon these they they'd they'll they're they've this those though
+    through throughout thru thus to together too top toward towards under until up upon us
+    very via was wasn't we we'd we'll we're we've well were weren't what what's whatever when
+    when's whence whenever where where's whereafter whereas whereby wherein whereupon wherever
+    whether which while whither who who's whoever whole whom whose why why's will with within
+    without won't would wouldn't yet you you'd you'll you're you've your yours yourself
+    yourselves zero one two three four five six seven eight nine ten
+    """.split()
+)
+"""A standard English stop-word list (function words, pronouns, contractions, number words)."""
+
+_TOKEN_RE = re.compile(r"[^\W\d_](?:[\w'\u2019]*\w)?")
+_SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+|\s*\n\s*")
+
+
+def default_tokenizer(text: str) -> list[str]:
+    """Words made of letters, with internal digits/apostrophes (``don't``, ``covid19``)."""
+    return [t.replace("\u2019", "'") for t in _TOKEN_RE.findall(text)]
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split at ``.``, ``!`` or ``?`` followed by whitespace, and at newlines."""
+    return [s for s in _SENTENCE_SPLIT_RE.split(text) if s and not s.isspace()]
+
+
+# --------------------------------------------------------------------------------------------
+# validation helpers
+
+
+def _shown(indices: Sequence[int] | np.ndarray) -> str:
+    idx = [int(i) for i in indices[:_NUM_SHOWN]]
+    more = ", ..." if len(indices) > _NUM_SHOWN else ""
+    return ", ".join(map(str, idx)) + more
+
+
+def _int_array(x: Any, dtype: type[np.integer], name: str) -> np.ndarray:
+    """Coerce ``x`` to a 1-D integer array, rejecting non-integral or out-of-range values."""
+    if isinstance(x, np.ndarray) and x.dtype == dtype and not x.flags.writeable and x.flags.owndata:
+        return x if x.ndim == 1 else _int_array(np.array(x), dtype, name)
+    else:
+        try:
+            arr = np.asarray(x)
+        except (ValueError, TypeError) as e:
+            raise CorpusError(f"{name}: cannot be read as an array ({e})") from None
+    if arr.ndim != 1:
+        raise CorpusError(f"{name} must be 1-D, got shape {arr.shape}")
+    kind = arr.dtype.kind
+    info = np.iinfo(dtype)
+    if kind == "b":
+        raise CorpusError(f"{name} must hold integers, got booleans")
+    if kind in "iu":
+        if arr.size and (arr.min() < info.min or arr.max() > info.max):
+            k = int(np.flatnonzero((arr < info.min) | (arr > info.max))[0])
+            raise CorpusError(f"{name}[{k}] = {arr[k]} does not fit in {np.dtype(dtype).name}")
+    elif kind == "f":
+        bad = ~np.isfinite(arr)
+        bad |= np.where(bad, False, np.floor(np.where(bad, 0.0, arr)) != arr)
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            raise CorpusError(f"{name}[{k}] = {arr[k]} is not an integer")
+        if arr.size and (arr.min() < info.min or arr.max() > info.max):
+            k = int(np.flatnonzero((arr < info.min) | (arr > info.max))[0])
+            raise CorpusError(f"{name}[{k}] = {arr[k]} does not fit in {np.dtype(dtype).name}")
+    else:
+        raise CorpusError(f"{name} must hold integers, got dtype {arr.dtype}")
+    out = np.array(arr, dtype=dtype, copy=True)
+    out.flags.writeable = False
+    return out
+
+
+def _frozen(arr: np.ndarray) -> np.ndarray:
+    arr.flags.writeable = False
+    return arr
+
+
+def _str_tuple(x: Any, name: str) -> tuple[str, ...]:
+    if isinstance(x, (str, bytes)):
+        raise CorpusError(f"{name} must be a sequence of strings, got a single {type(x).__name__}")
+    try:
+        out = tuple(x)
+    except TypeError:
+        raise CorpusError(f"{name} must be a sequence of strings, got {type(x).__name__}") from None
+    for i, s in enumerate(out):
+        if not isinstance(s, str):
+            raise CorpusError(f"{name}[{i}] must be a str, got {type(s).__name__} ({s!r})")
+    return out
+
+
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Concatenation of ``arange(s, s + n)`` for each (s, n), without a Python loop."""
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    ends = np.cumsum(lengths)
+    shift = np.repeat(starts - (ends - lengths), lengths)
+    return np.arange(total, dtype=np.int64) + shift
+
+
+def _as_int_value(v: Any) -> int | None:
+    """``v`` as a Python int if it is an integer (or an integral float); else None."""
+    if isinstance(v, (bool, np.bool_)):
+        return None
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    if isinstance(v, (float, np.floating)):
+        if math.isfinite(v) and float(v).is_integer():
+            return int(v)
+    return None
+
+
+def _check_frac_or_count(value: Any, name: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ParameterError(f"{name} must be an int count or a float fraction, got {value!r}")
+    if isinstance(value, (float, np.floating)) and not 0.0 <= value <= 1.0:
+        raise ParameterError(f"{name} as a fraction must lie in [0, 1], got {value}")
+    if value < 0:
+        raise ParameterError(f"{name} must be non-negative, got {value}")
+
+
+def _encode_labels(labels: Sequence[Any]) -> list[int]:
+    """Integer labels pass through; other labels get ids in first-seen order."""
+    if all(_as_int_value(v) is not None for v in labels):
+        return [int(v) for v in labels]
+    ids: dict[Any, int] = {}
+    return [ids.setdefault(v, len(ids)) for v in labels]
+
+
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class Corpus:
+    """Immutable validated corpus of host numpy arrays.
+
+    Attributes:
+        word_ids: int32 [N], the tokens of all documents concatenated (read-only).
+        doc_offsets: int64 [D+1]; document d is ``word_ids[doc_offsets[d]:doc_offsets[d+1]]``.
+        vocab: the words, ``len(vocab) = V > max(word_ids)``.
+        sentence_offsets: int64 [S+1] token offsets where sentences start, then N; every
+            non-empty document starts a sentence; sentences are non-empty. None if unknown.
+        labels: int64 [D] gold label / cluster per document, or None.
+        doc_names: a title / id per document, or None.
+    """
+
+    word_ids: np.ndarray
+    doc_offsets: np.ndarray
+    vocab: tuple[str, ...]
+    sentence_offsets: np.ndarray | None = None
+    labels: np.ndarray | None = None
+    doc_names: tuple[str, ...] | None = None
+
+    # ----------------------------------------------------------------------------------------
+    # validation
+
+    def __post_init__(self) -> None:
+        put = object.__setattr__
+        vocab = _str_tuple(self.vocab, "vocab")
+        put(self, "vocab", vocab)
+        offsets = _int_array(self.doc_offsets, np.int64, "doc_offsets")
+        put(self, "doc_offsets", offsets)
+        ids = _int_array(self.word_ids, np.int32, "word_ids")
+        put(self, "word_ids", ids)
+        n = ids.shape[0]
+
+        if offsets.shape[0] < 2:
+            raise CorpusError("corpus has no documents (doc_offsets needs at least 2 entries)")
+        if offsets[0] != 0:
+            raise CorpusError(f"doc_offsets[0] must be 0, got {offsets[0]}")
+        steps = np.diff(offsets)
+        if (steps < 0).any():
+            d = int(np.flatnonzero(steps < 0)[0])
+            raise CorpusError(
+                f"doc_offsets decrease at document {d}: "
+                f"doc_offsets[{d}] = {offsets[d]} > doc_offsets[{d + 1}] = {offsets[d + 1]}"
+            )
+        if offsets[-1] != n:
+            raise CorpusError(
+                f"doc_offsets[-1] = {offsets[-1]} must equal the number of tokens {n}"
+            )
+        if n == 0:
+            raise CorpusError("corpus has no tokens")
+
+        v = len(vocab)
+        bad = (ids < 0) | (ids >= v)
+        if bad.any():
+            t = int(np.flatnonzero(bad)[0])
+            d = int(np.searchsorted(offsets, t, side="right")) - 1
+            raise CorpusError(
+                f"word id {int(ids[t])} at token {t} (document {d}, position "
+                f"{t - int(offsets[d])}) is outside the vocabulary [0, {v})"
+            )
+        if len(set(vocab)) != v:
+            self._raise_duplicate(vocab)
+
+        if self.sentence_offsets is not None:
+            s = _int_array(self.sentence_offsets, np.int64, "sentence_offsets")
+            put(self, "sentence_offsets", s)
+            if s.shape[0] < 2 or s[0] != 0 or s[-1] != n:
+                raise CorpusError(
+                    f"sentence_offsets must start at 0 and end at the number of tokens {n}"
+                )
+            ssteps = np.diff(s)
+            if (ssteps <= 0).any():
+                k = int(np.flatnonzero(ssteps <= 0)[0])
+                raise CorpusError(
+                    f"sentence_offsets must increase strictly (no empty sentences): "
+                    f"sentence_offsets[{k}] = {s[k]}, sentence_offsets[{k + 1}] = {s[k + 1]}"
+                )
+            missing = ~np.isin(offsets, s)
+            if missing.any():
+                d = int(np.flatnonzero(missing)[0])
+                raise CorpusError(
+                    f"document {d} starts at token {offsets[d]}, which is not a sentence start"
+                )
+
+        d_count = offsets.shape[0] - 1
+        if self.labels is not None:
+            lab = _int_array(self.labels, np.int64, "labels")
+            put(self, "labels", lab)
+            if lab.shape[0] != d_count:
+                raise CorpusError(f"labels has {lab.shape[0]} entries for {d_count} documents")
+        if self.doc_names is not None:
+            names = _str_tuple(self.doc_names, "doc_names")
+            put(self, "doc_names", names)
+            if len(names) != d_count:
+                raise CorpusError(f"doc_names has {len(names)} entries for {d_count} documents")
+
+    # ----------------------------------------------------------------------------------------
+    # sizes and views
+
+    @property
+    def num_docs(self) -> int:
+        """D, the number of documents (empty ones included)."""
+        return int(self.doc_offsets.shape[0] - 1)
+
+    @property
+    def num_tokens(self) -> int:
+        """N, the number of tokens."""
+        return int(self.word_ids.shape[0])
+
+    @property
+    def num_words(self) -> int:
+        """V, the vocabulary size."""
+        return len(self.vocab)
+
+    @property
+    def num_sentences(self) -> int | None:
+        """S, the number of sentences, or None if sentence boundaries are unknown."""
+        return None if self.sentence_offsets is None else int(self.sentence_offsets.shape[0] - 1)
+
+    @cached_property
+    def doc_lengths(self) -> np.ndarray:
+        """int64 [D] tokens per document."""
+        return _frozen(np.diff(self.doc_offsets))
+
+    @cached_property
+    def doc_index(self) -> np.ndarray:
+        """int32 [N] the document of each token."""
+        return _frozen(np.repeat(np.arange(self.num_docs, dtype=np.int32), self.doc_lengths))
+
+    def __len__(self) -> int:
+        return self.num_docs
+
+    def _check_doc(self, d: int) -> int:
+        di = _as_int_value(d)
+        if di is None or isinstance(d, float):
+            raise TypeError(f"document index must be an int, got {d!r}")
+        if not 0 <= di < self.num_docs:
+            raise IndexError(f"document {di} out of range [0, {self.num_docs})")
+        return di
+
+    def doc(self, d: int) -> np.ndarray:
+        """The word ids of document ``d`` (read-only view)."""
+        d = self._check_doc(d)
+        return self.word_ids[self.doc_offsets[d] : self.doc_offsets[d + 1]]
+
+    def words(self, d: int) -> list[str]:
+        """The tokens of document ``d`` as strings."""
+        return [self.vocab[i] for i in self.doc(d).tolist()]
+
+    def word_counts(self) -> np.ndarray:
+        """int64 [V] corpus frequency of each word."""
+        return np.bincount(self.word_ids, minlength=self.num_words).astype(np.int64)
+
+    def fingerprint(self) -> str:
+        """SHA-256 hex digest of the tokens, document offsets and vocabulary."""
+        h = hashlib.sha256()
+        h.update(b"jaxtopics-corpus-v1\0")
+        h.update(np.asarray([self.num_tokens, self.num_docs, self.num_words], "<i8").tobytes())
+        h.update(self.word_ids.astype("<i4", copy=False).tobytes())
+        h.update(self.doc_offsets.astype("<i8", copy=False).tobytes())
+        h.update("\n".join(self.vocab).encode("utf-8"))
+        return h.hexdigest()
+
+    def require_nonempty_docs(self, model: str) -> None:
+        """Raise EmptyDocumentError if any document is empty (for models that need tokens)."""
+        empty = np.flatnonzero(self.doc_lengths == 0)
+        if empty.size:
+            raise EmptyDocumentError(
+                f"{model} cannot take empty documents: {empty.size} of {self.num_docs} documents "
+                f"are empty (indices {_shown(empty)}); keep the others with "
+                f"corpus.subset(np.flatnonzero(corpus.doc_lengths > 0))"
+            )
+
+    def subset(self, doc_indices: Sequence[int] | np.ndarray) -> Corpus:
+        """A corpus of the given documents (in the given order), same vocabulary.
+
+        ``doc_indices`` is a sequence of indices in [0, D) or a boolean mask of length D.
+        Sentence offsets, labels and names follow their documents.
+        """
+        idx = np.asarray(doc_indices)
+        if idx.dtype.kind == "b":
+            if idx.shape != (self.num_docs,):
+                raise CorpusError(
+                    f"boolean mask has shape {idx.shape}, expected ({self.num_docs},)"
+                )
+            idx = np.flatnonzero(idx)
+        elif idx.size == 0:
+            idx = np.zeros(0, dtype=np.int64)
+        elif idx.dtype.kind not in "iu" or idx.ndim != 1:
+            raise CorpusError(
+                f"doc_indices must be a 1-D sequence of ints, got dtype {idx.dtype}, "
+                f"shape {idx.shape}"
+            )
+        idx = idx.astype(np.int64)
+        bad = (idx < 0) | (idx >= self.num_docs)
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            raise CorpusError(
+                f"doc_indices[{k}] = {idx[k]} is outside [0, {self.num_docs})"
+            )
+        if idx.size == 0:
+            raise CorpusError("corpus has no documents (empty selection)")
+        starts = self.doc_offsets[idx]
+        lengths = self.doc_lengths[idx]
+        new_offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        word_ids = self.word_ids[_ranges(starts, lengths)]
+        sentence_offsets = None
+        if self.sentence_offsets is not None:
+            ss = self.sentence_offsets[:-1]
+            first = np.searchsorted(ss, self.doc_offsets[:-1], side="left")[idx]
+            last = np.searchsorted(ss, self.doc_offsets[1:], side="left")[idx]
+            sel = _ranges(first, last - first)
+            shift = np.repeat(new_offsets[:-1] - starts, last - first)
+            sentence_offsets = np.concatenate([ss[sel] + shift, [new_offsets[-1]]])
+        return Corpus(
+            word_ids=_frozen(word_ids),
+            doc_offsets=_frozen(new_offsets),
+            vocab=self.vocab,
+            sentence_offsets=None if sentence_offsets is None else _frozen(sentence_offsets),
+            labels=None if self.labels is None else _frozen(self.labels[idx]),
+            doc_names=None if self.doc_names is None else tuple(self.doc_names[i] for i in idx),
+        )
+
+    def __repr__(self) -> str:
+        extra = ""
+        if self.sentence_offsets is not None:
+            extra += f", num_sentences={self.num_sentences}"
+        if self.labels is not None:
+            extra += f", num_labels={len(np.unique(self.labels))}"
+        return (
+            f"Corpus(num_docs={self.num_docs}, num_tokens={self.num_tokens}, "
+            f"num_words={self.num_words}{extra})"
+        )
+
+    # ----------------------------------------------------------------------------------------
+    # constructors
+
+    @classmethod
+    def from_arrays(
+        cls,
+        word_ids: Any,
+        doc_offsets: Any,
+        vocab: Sequence[str],
+        *,
+        sentence_offsets: Any = None,
+        labels: Any = None,
+        doc_names: Sequence[str] | None = None,
+    ) -> Corpus:
+        """Validate and wrap arrays (see the class attributes for their meaning)."""
+        return cls(
+            word_ids=word_ids,
+            doc_offsets=doc_offsets,
+            vocab=vocab,
+            sentence_offsets=sentence_offsets,
+            labels=labels,
+            doc_names=doc_names,
+        )
+
+    @classmethod
+    def from_token_lists(
+        cls,
+        docs: Iterable[Sequence[str]] | Iterable[Sequence[Sequence[str]]],
+        *,
+        vocab: Sequence[str] | None = None,
+        unknown: Literal["error", "drop"] = "error",
+        sentences: bool = False,
+        labels: Any = None,
+        doc_names: Sequence[str] | None = None,
+    ) -> Corpus:
+        """Build from documents given as lists of string tokens.
+
+        With ``sentences=True`` each document is a list of sentences, each a list of tokens.
+        Without ``vocab`` the vocabulary is built in first-seen order. With ``vocab``, a token
+        outside it raises CorpusError (``unknown="error"``) or is dropped (``unknown="drop"``).
+        """
+        if unknown not in ("error", "drop"):
+            raise ParameterError(f"unknown must be 'error' or 'drop', got {unknown!r}")
+        if isinstance(docs, (str, bytes)):
+            raise CorpusError("docs must be an iterable of token lists, got a single string")
+        if vocab is None:
+            word_to_id: dict[str, int] = {}
+            grow = True
+        else:
+            vocab_t = _str_tuple(vocab, "vocab")
+            word_to_id = {w: i for i, w in enumerate(vocab_t)}
+            if len(word_to_id) != len(vocab_t):
+                cls._raise_duplicate(vocab_t)
+            grow = False
+
+        ids: list[int] = []
+        doc_offsets = [0]
+        sent_offsets = [0]
+
+        def add_tokens(tokens: Any, where: str) -> None:
+            if isinstance(tokens, (str, bytes)):
+                raise CorpusError(f"{where} is a single string; expected a sequence of tokens")
+            try:
+                items = list(tokens)
+            except TypeError:
+                raise CorpusError(
+                    f"{where} must be a sequence of tokens, got {type(tokens).__name__}"
+                ) from None
+            for p, tok in enumerate(items):
+                if not isinstance(tok, str):
+                    raise CorpusError(
+                        f"{where}, position {p}: token must be a str, got "
+                        f"{type(tok).__name__} ({tok!r})"
+                    )
+                i = word_to_id.get(tok)
+                if i is None:
+                    if grow:
+                        i = word_to_id[tok] = len(word_to_id)
+                    elif unknown == "drop":
+                        continue
+                    else:
+                        raise CorpusError(
+                            f"{where}, position {p}: token {tok!r} is not in the vocabulary "
+                            f"(pass unknown='drop' to drop such tokens)"
+                        )
+                ids.append(i)
+
+        for d, doc in enumerate(docs):
+            if sentences:
+                if isinstance(doc, (str, bytes)):
+                    raise CorpusError(
+                        f"document {d} is a single string; expected a list of sentences"
+                    )
+                try:
+                    sents = list(doc)
+                except TypeError:
+                    raise CorpusError(
+                        f"document {d} must be a list of sentences, got {type(doc).__name__}"
+                    ) from None
+                for s, sent in enumerate(sents):
+                    add_tokens(sent, f"document {d}, sentence {s}")
+                    if len(ids) > sent_offsets[-1]:
+                        sent_offsets.append(len(ids))
+            else:
+                add_tokens(doc, f"document {d}")
+            doc_offsets.append(len(ids))
+
+        final_vocab = tuple(word_to_id) if grow else vocab_t
+        return cls(
+            word_ids=_frozen(np.asarray(ids, dtype=np.int32)),
+            doc_offsets=_frozen(np.asarray(doc_offsets, dtype=np.int64)),
+            vocab=final_vocab,
+            sentence_offsets=_frozen(np.asarray(sent_offsets, dtype=np.int64))
+            if sentences
+            else None,
+            labels=labels,
+            doc_names=doc_names,
+        )
+
+    @staticmethod
+    def _raise_duplicate(vocab: tuple[str, ...]) -> None:
+        seen: dict[str, int] = {}
+        for i, w in enumerate(vocab):
+            if w in seen:
+                raise CorpusError(f"vocab has duplicate word {w!r} at ids {seen[w]} and {i}")
+            seen[w] = i
+
+    @classmethod
+    def from_texts(
+        cls,
+        texts: Iterable[str],
+        *,
+        tokenizer: Callable[[str], Sequence[str]] | None = None,
+        lowercase: bool = True,
+        stop_words: Literal["english"] | Iterable[str] | None = "english",
+        min_df: int | float = 1,
+        max_df: int | float = 1.0,
+        min_length: int = 2,
+        sentences: bool = False,
+        labels: Any = None,
+        doc_names: Sequence[str] | None = None,
+    ) -> Corpus:
+        """Tokenise raw texts and build a corpus.
+
+        Steps: (split into sentences) -> tokenise -> lowercase -> drop tokens shorter than
+        ``min_length`` -> drop stop words -> keep words whose document frequency lies in
+        [min_df, max_df] (an int is a count, a float a fraction of documents).
+        The vocabulary is ordered by descending corpus frequency, then alphabetically.
+        Documents left empty are kept; with ``sentences=True`` empty sentences are dropped.
+        """
+        if isinstance(texts, (str, bytes)):
+            raise CorpusError("texts must be an iterable of str, got a single string")
+        tok = default_tokenizer if tokenizer is None else tokenizer
+        if not callable(tok):
+            raise ParameterError(f"tokenizer must be callable, got {type(tok).__name__}")
+        _check_frac_or_count(min_df, "min_df")
+        _check_frac_or_count(max_df, "max_df")
+        if isinstance(min_length, bool) or not isinstance(min_length, (int, np.integer)):
+            raise ParameterError(f"min_length must be an int, got {min_length!r}")
+        if stop_words is None:
+            stops: frozenset[str] = frozenset()
+        elif isinstance(stop_words, str):
+            if stop_words != "english":
+                raise ParameterError(
+                    f"unknown stop-word list {stop_words!r}; use 'english', None, "
+                    f"or a collection of words"
+                )
+            stops = ENGLISH_STOP_WORDS
+        else:
+            stops = frozenset(stop_words)
+            bad = [w for w in stops if not isinstance(w, str)]
+            if bad:
+                raise ParameterError(f"stop_words must be strings, got {bad[0]!r}")
+        if lowercase:
+            stops = frozenset(w.lower() for w in stops)
+
+        def tokens_of(text: str, d: int) -> list[str]:
+            try:
+                raw = tok(text)
+            except Exception as e:  # the user's tokenizer failed: say on which document
+                raise CorpusError(
+                    f"document {d}: tokenizer raised {type(e).__name__}: {e}"
+                ) from e
+            if isinstance(raw, (str, bytes)):
+                raise CorpusError(f"document {d}: tokenizer returned a string, expected a list")
+            out = []
+            for p, t in enumerate(raw):
+                if not isinstance(t, str):
+                    raise CorpusError(
+                        f"document {d}: tokenizer returned non-str token {t!r} at position {p}"
+                    )
+                if lowercase:
+                    t = t.lower()
+                if len(t) >= min_length and t not in stops:
+                    out.append(t)
+            return out
+
+        # docs: list of sentences (each a token list); without sentences, one "sentence" per doc
+        docs: list[list[list[str]]] = []
+        for d, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise CorpusError(f"texts[{d}] must be a str, got {type(text).__name__}")
+            if sentences:
+                docs.append([tokens_of(s, d) for s in split_sentences(text)])
+            else:
+                docs.append([tokens_of(text, d)])
+        num_docs = len(docs)
+        if num_docs == 0:
+            raise CorpusError("corpus has no documents (no texts given)")
+
+        tf: Counter[str] = Counter()
+        df: Counter[str] = Counter()
+        for doc in docs:
+            seen: set[str] = set()
+            for sent in doc:
+                tf.update(sent)
+                seen.update(sent)
+            df.update(seen)
+        lo = min_df * num_docs if isinstance(min_df, (float, np.floating)) else min_df
+        hi = max_df * num_docs if isinstance(max_df, (float, np.floating)) else max_df
+        kept = [w for w in tf if lo <= df[w] <= hi]
+        if not kept:
+            raise CorpusError(
+                f"corpus has no tokens left after filtering ({len(tf)} distinct words before "
+                f"min_df={min_df}, max_df={max_df}; check stop_words, min_length, tokenizer)"
+            )
+        kept.sort(key=lambda w: (-tf[w], w))
+        vocab = tuple(kept)
+        if sentences:
+            token_docs: Iterable[Any] = docs
+        else:
+            token_docs = (doc[0] for doc in docs)
+        return cls.from_token_lists(
+            token_docs,
+            vocab=vocab,
+            unknown="drop",
+            sentences=sentences,
+            labels=labels,
+            doc_names=doc_names,
+        )
+
+    @classmethod
+    def from_bow(
+        cls,
+        docs: Iterable[Iterable[tuple[int, int | float]]],
+        *,
+        vocab: Sequence[str] | Mapping[int, str] | None = None,
+        num_words: int | None = None,
+        labels: Any = None,
+        doc_names: Sequence[str] | None = None,
+    ) -> Corpus:
+        """Build from gensim-style bag-of-words: each document a list of ``(word_id, count)``.
+
+        Counts must be non-negative integers (integral floats such as 2.0 are accepted).
+        ``vocab`` may be a sequence of words or a mapping id -> word with ids 0..V-1 (e.g. a
+        gensim Dictionary); without it the words are ``str(id)`` for ``range(num_words)`` or
+        ``range(max id + 1)``. Each pair becomes ``count`` repeated tokens, in order.
+        """
+        if isinstance(docs, (str, bytes)):
+            raise CorpusError("docs must be an iterable of (word_id, count) lists")
+        vocab_t: tuple[str, ...] | None = None
+        if vocab is not None:
+            if isinstance(vocab, Mapping):
+                keys = list(vocab.keys())
+                for k in keys:
+                    if _as_int_value(k) is None or isinstance(k, float):
+                        raise CorpusError(f"vocab mapping key {k!r} is not an int word id")
+                present = set(int(k) for k in keys)
+                size = max(present) + 1 if present else 0
+                if len(present) != size:
+                    missing = next(i for i in range(size) if i not in present)
+                    raise CorpusError(
+                        f"vocab mapping must cover ids 0..{size - 1}; id {missing} is missing"
+                    )
+                vocab_t = _str_tuple((vocab[i] for i in range(size)), "vocab")
+            else:
+                vocab_t = _str_tuple(vocab, "vocab")
+            if num_words is not None and num_words != len(vocab_t):
+                raise CorpusError(
+                    f"num_words = {num_words} disagrees with the vocabulary size {len(vocab_t)}"
+                )
+        if num_words is not None and (
+            isinstance(num_words, bool) or not isinstance(num_words, (int, np.integer))
+            or num_words < 0
+        ):
+            raise ParameterError(f"num_words must be a non-negative int, got {num_words!r}")
+        limit = len(vocab_t) if vocab_t is not None else num_words
+
+        ids: list[int] = []
+        counts: list[int] = []
+        doc_offsets = [0]  # in pairs first, converted to tokens below
+        for d, doc in enumerate(docs):
+            try:
+                entries = list(doc)
+            except TypeError:
+                raise CorpusError(
+                    f"document {d} must be a list of (word_id, count) pairs, "
+                    f"got {type(doc).__name__}"
+                ) from None
+            for e, entry in enumerate(entries):
+                where = f"document {d}, entry {e}"
+                try:
+                    wid, cnt = entry
+                except (TypeError, ValueError):
+                    raise CorpusError(
+                        f"{where}: expected a (word_id, count) pair, got {entry!r}"
+                    ) from None
+                w = _as_int_value(wid)
+                if w is None:
+                    raise CorpusError(f"{where}: word id {wid!r} is not an integer")
+                if w < 0:
+                    raise CorpusError(f"{where}: negative word id {w}")
+                if limit is not None and w >= limit:
+                    what = "vocabulary" if vocab_t is not None else "num_words"
+                    raise CorpusError(
+                        f"{where}: word id {w} is outside the {what} (size {limit})"
+                    )
+                if w > _INT32_MAX:
+                    raise CorpusError(f"{where}: word id {w} is too large")
+                c = _as_int_value(cnt)
+                if c is None:
+                    raise CorpusError(
+                        f"{where}: count {cnt!r} for word id {w} is not an integer"
+                    )
+                if c < 0:
+                    raise CorpusError(f"{where}: negative count {c} for word id {w}")
+                if c > _INT32_MAX:
+                    raise CorpusError(f"{where}: count {c} for word id {w} is too large")
+                ids.append(w)
+                counts.append(c)
+            doc_offsets.append(len(ids))
+        if len(doc_offsets) == 1:
+            raise CorpusError("corpus has no documents (no documents given)")
+        ids_a = np.asarray(ids, dtype=np.int32)
+        counts_a = np.asarray(counts, dtype=np.int64)
+        if vocab_t is None:
+            size = num_words if num_words is not None else (int(ids_a.max()) + 1 if ids else 0)
+            vocab_t = tuple(str(i) for i in range(size))
+        token_end = np.concatenate([[0], np.cumsum(counts_a)]).astype(np.int64)
+        offsets = token_end[np.asarray(doc_offsets, dtype=np.int64)]
+        return cls(
+            word_ids=_frozen(np.repeat(ids_a, counts_a)),
+            doc_offsets=_frozen(offsets),
+            vocab=vocab_t,
+            labels=labels,
+            doc_names=doc_names,
+        )
+
+    @classmethod
+    def from_ldac(
+        cls,
+        path: str | os.PathLike[str],
+        vocab: str | os.PathLike[str] | Sequence[str] | None = None,
+    ) -> Corpus:
+        """Read an LDA-C file; ``vocab`` is a vocabulary file path, a word sequence, or None
+        (words named ``str(id)``)."""
+        word_ids, doc_offsets = _io.read_ldac(path)
+        if vocab is None:
+            size = int(word_ids.max()) + 1 if word_ids.size else 0
+            vocab_t = tuple(str(i) for i in range(size))
+        elif isinstance(vocab, (str, os.PathLike)):
+            vocab_t = _io.read_vocab(vocab)
+        else:
+            vocab_t = _str_tuple(vocab, "vocab")
+        bad = np.flatnonzero(word_ids >= len(vocab_t))
+        if bad.size:
+            t = int(bad[0])
+            d = int(np.searchsorted(doc_offsets, t, side="right")) - 1
+            raise FormatError(
+                f"word id {int(word_ids[t])} is outside the vocabulary of {len(vocab_t)} words",
+                path,
+                d + 1,
+            )
+        return cls(word_ids=_frozen(word_ids), doc_offsets=_frozen(doc_offsets), vocab=vocab_t)
+
+    @classmethod
+    def from_uci(
+        cls, docword_path: str | os.PathLike[str], vocab_path: str | os.PathLike[str]
+    ) -> Corpus:
+        """Read UCI bag-of-words files (``docword.*.txt``, ``vocab.*.txt``)."""
+        word_ids, doc_offsets, vocab = _io.read_uci(docword_path, vocab_path)
+        return cls(word_ids=_frozen(word_ids), doc_offsets=_frozen(doc_offsets), vocab=vocab)
+
+    @classmethod
+    def from_jsonl(
+        cls,
+        path: str | os.PathLike[str],
+        text_key: str = "text",
+        label_key: str | None = None,
+        **from_texts_kwargs: Any,
+    ) -> Corpus:
+        """Read JSON lines (one object per document) and tokenise with :meth:`from_texts`.
+
+        Integer labels are kept; other labels (e.g. strings) get ids in first-seen order.
+        """
+        texts, labels = _io.read_jsonl(path, text_key=text_key, label_key=label_key)
+        if labels is not None:
+            if "labels" in from_texts_kwargs:
+                raise ParameterError("give either label_key or labels, not both")
+            from_texts_kwargs["labels"] = np.asarray(_encode_labels(labels), dtype=np.int64)
+        return cls.from_texts(texts, **from_texts_kwargs)
+
+    @classmethod
+    def from_text_file(cls, path: str | os.PathLike[str], **from_texts_kwargs: Any) -> Corpus:
+        """Read one document per line and tokenise with :meth:`from_texts`."""
+        return cls.from_texts(_io.read_text_lines(path), **from_texts_kwargs)

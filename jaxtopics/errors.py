@@ -1,0 +1,67 @@
+"""Exception types raised by jaxtopics for bad input.
+
+Every error is a subclass of :class:`JaxTopicsError`, itself a :class:`ValueError`, so callers
+can catch all input problems at once or a specific kind.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = [
+    "JaxTopicsError",
+    "CorpusError",
+    "EmptyDocumentError",
+    "FormatError",
+    "ParameterError",
+]
+
+
+class JaxTopicsError(ValueError):
+    """Base of every input error jaxtopics raises."""
+
+
+class CorpusError(JaxTopicsError):
+    """Bad corpus content: ids out of range, negative counts, empty corpus, ..."""
+
+
+class EmptyDocumentError(CorpusError):
+    """A model that cannot take empty documents was given some."""
+
+
+class FormatError(CorpusError):
+    """A malformed file; ``str()`` reads ``"path:line: message"``.
+
+    Attributes:
+        message: what is wrong.
+        path: the file, or None if unknown.
+        line: 1-based line number, or None if unknown.
+    """
+
+    def __init__(
+        self, message: str, path: str | os.PathLike[str] | None = None, line: int | None = None
+    ) -> None:
+        self.message = message
+        self.path = None if path is None else os.fspath(path)
+        self.line = line
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        where = ""
+        if self.path is not None:
+            where = str(self.path)
+            if self.line is not None:
+                where += f":{self.line}"
+        elif self.line is not None:
+            where = f"line {self.line}"
+        return f"{where}: {self.message}" if where else self.message
+
+    def __str__(self) -> str:
+        return self._format()
+
+    def __reduce__(self):  # keep pickling (e.g. across processes) working
+        return (type(self), (self.message, self.path, self.line))
+
+
+class ParameterError(JaxTopicsError):
+    """A bad hyper-parameter or option value."""

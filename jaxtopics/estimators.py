@@ -1,0 +1,260 @@
+"""User facade: ``LDA(num_topics=20).fit(corpus)`` -> a fitted model (tomotopy-short).
+
+The functional core (``jaxtopics.models.lda``: prepare/init/sweep/...) stays available for users
+who want to vmap chains or write kernels; this module only wires it to the driver (fit.py) and
+to model files (io.py). Every later model follows the same public contract:
+``Estimator(...).fit(corpus, num_sweeps, seed)`` -> ``FittedModel`` with ``topic_word``,
+``doc_topic``, ``assignments``, ``log_joint_per_token()``, ``trace``, ``top_words(n)``,
+``summary()``, ``save(path)``, ``resume(corpus, num_sweeps)``; ``jaxtopics.load(path)``.
+"""
+
+from __future__ import annotations
+
+import os
+from types import ModuleType
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import __version__
+from .corpus import Corpus
+from .errors import CorpusError, FormatError, ParameterError
+from .fit import TracePoint, chain_keys, run_sweeps
+from .io import load_model_file, save_model_file
+from .models import lda
+
+__all__ = ["LDA", "FittedModel", "load", "MODELS"]
+
+#: model name -> functional module, for load() and the CLI
+MODELS: dict[str, ModuleType] = {"lda": lda}
+
+
+class FittedModel:
+    """A fitted chain: final state, trace, and read-outs. Returned by ``Estimator.fit``.
+
+    Attributes: model (name), params, vocab, seed, sweeps_done, trace (list of TracePoint),
+    corpus_fingerprint. The chain continues with ``resume``; ``save``/``jaxtopics.load`` persist it.
+    """
+
+    def __init__(self, model: str, params: Any, vocab: tuple[str, ...], seed: int,
+                 state: Any, data: Any, corpus_fingerprint: str, sweeps_done: int,
+                 trace: list[TracePoint], num_tokens: int):
+        self.model = model
+        self.params = params
+        self.vocab = vocab
+        self.seed = seed
+        self.sweeps_done = sweeps_done
+        self.trace = trace
+        self.corpus_fingerprint = corpus_fingerprint
+        self.num_tokens = num_tokens
+        self._state = state
+        self._data = data
+
+    @property
+    def _module(self) -> ModuleType:
+        return MODELS[self.model]
+
+    @property
+    def state(self) -> Any:
+        """The functional chain state (a pytree of device arrays)."""
+        return self._state
+
+    @property
+    def num_topics(self) -> int:
+        return int(self.params.num_topics)
+
+    def _estimates(self) -> dict[str, np.ndarray]:
+        return {k: np.asarray(v) for k, v in self._module.estimate(self._state, self.params).items()}
+
+    @property
+    def topic_word(self) -> np.ndarray:
+        """phi [K, V]: p(word | topic), rows sum to 1."""
+        return self._estimates()["phi"]
+
+    @property
+    def doc_topic(self) -> np.ndarray:
+        """theta [D, K]: p(topic | document), rows sum to 1."""
+        return self._estimates()["theta"]
+
+    @property
+    def assignments(self) -> np.ndarray:
+        """Topic of every token [N] int32, aligned with ``corpus.word_ids``."""
+        return np.asarray(self._module.assignments(self._state))
+
+    def log_joint_per_token(self) -> float:
+        """Collapsed log p(w, z) / N of the current state (tomotopy's ``ll_per_word``)."""
+        if self._data is not None:
+            lj = self._module.log_joint(self._state, self._data, self.params)
+            return float(lj) / self.num_tokens
+        return self.trace[-1].log_joint_per_token if self.trace else float("nan")
+
+    def top_words(self, n: int = 10, topic: int | None = None) -> list[list[tuple[str, float]]] | list[tuple[str, float]]:
+        """The n most probable words of each topic as (word, p) pairs (or of one `topic`)."""
+        phi = self.topic_word
+        topics = range(phi.shape[0]) if topic is None else [topic]
+        out = []
+        for k in topics:
+            if not 0 <= k < phi.shape[0]:
+                raise ParameterError(f"topic {k} out of range [0, {phi.shape[0]})")
+            order = np.argsort(-phi[k], kind="stable")[:n]
+            out.append([(self.vocab[i], float(phi[k, i])) for i in order])
+        return out if topic is None else out[0]
+
+    def summary(self, n: int = 8) -> str:
+        """Human-readable summary: model, sizes, hyper-parameters, trace, top words per topic."""
+        p = self.params
+        theta = self.doc_topic
+        share = theta.mean(0)
+        lines = [f"<{self.model.upper()} K={self.num_topics}, V={len(self.vocab)}, "
+                 f"N={self.num_tokens}, D={theta.shape[0]}, sweeps={self.sweeps_done}, seed={self.seed}>",
+                 "params: " + ", ".join(f"{k}={v}" for k, v in p._asdict().items())]
+        if self.trace:
+            last = self.trace[-1]
+            lines.append(f"log joint per token: {last.log_joint_per_token:.4f} (after {last.sweep} sweeps)")
+        lines.append("topics (share of tokens: top words):")
+        for k, words in enumerate(self.top_words(n)):
+            lines.append(f"  #{k:<3d} {share[k]:6.1%}  " + " ".join(w for w, _ in words))
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return (f"FittedModel(model={self.model!r}, num_topics={self.num_topics}, "
+                f"sweeps_done={self.sweeps_done}, seed={self.seed})")
+
+    # -- continuing and persisting -----------------------------------------------------------
+
+    def resume(self, corpus: Corpus, num_sweeps: int, *, eval_every: int = 10,
+               progress: bool | None = None, checkpoint_every: int | None = None,
+               checkpoint_path: str | os.PathLike | None = None) -> "FittedModel":
+        """Continue the same chain for `num_sweeps` more sweeps (in place; returns self).
+
+        Bitwise identical to having run all sweeps at once. `corpus` must be the one the model was
+        fitted on (checked by fingerprint).
+        """
+        if corpus.fingerprint() != self.corpus_fingerprint:
+            raise CorpusError("resume: this corpus is not the one the model was fitted on "
+                              f"(fingerprint {corpus.fingerprint()[:12]} != {self.corpus_fingerprint[:12]})")
+        if self._data is None:
+            self._data = self._module.prepare(corpus, self.params)
+            z = jnp.asarray(self._module.assignments(self._state))
+            self._state = self._module.state_from_assignments(z, self._data, self.params)
+        _check_sweeps(num_sweeps, eval_every, checkpoint_every)
+        _, chain_key = chain_keys(self.seed)
+
+        def save_checkpoint(state, done, trace):
+            self._state, self.sweeps_done = state, done
+            self.trace = old_trace + trace
+            self.save(checkpoint_path)
+
+        old_trace = list(self.trace)
+        state, trace = run_sweeps(
+            self._module, self.params, self._data, self._state, chain_key,
+            start=self.sweeps_done, num_sweeps=num_sweeps, num_tokens=self.num_tokens,
+            eval_every=eval_every, progress=progress,
+            checkpoint_every=checkpoint_every if checkpoint_path else None,
+            on_checkpoint=save_checkpoint)
+        self._state = state
+        self.sweeps_done += num_sweeps
+        self.trace = old_trace + trace
+        return self
+
+    def transform(self, corpus: Corpus, num_sweeps: int = 50, seed: int = 0) -> np.ndarray:
+        """theta [D_new, K] for unseen documents (fold-in with the topics held fixed)."""
+        if corpus.num_words > len(self.vocab):
+            raise CorpusError(f"transform: corpus has {corpus.num_words} words, model vocabulary {len(self.vocab)}")
+        data = self._module.prepare(corpus, self.params)
+        return np.asarray(self._module.fold_in(jax.random.key(seed), self._state, data,
+                                               self.params, num_sweeps))
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the model to one file (npz + json metadata, version-tagged, atomic)."""
+        arrays = {f"state.{k}": np.asarray(v) for k, v in self._state._asdict().items()}
+        arrays["vocab"] = np.asarray(self.vocab, dtype=str)
+        arrays["trace"] = np.asarray(self.trace, dtype=np.float64).reshape(-1, 4)
+        meta = {"model": self.model, "params": self.params._asdict(), "seed": self.seed,
+                "sweeps_done": self.sweeps_done, "num_tokens": self.num_tokens,
+                "corpus_fingerprint": self.corpus_fingerprint, "jaxtopics_version": __version__,
+                "jax_version": jax.__version__, "backend": jax.default_backend()}
+        save_model_file(path, arrays, meta)
+
+
+def load(path: str | os.PathLike) -> FittedModel:
+    """Restore a model written by ``FittedModel.save`` (``resume`` needs the same corpus)."""
+    arrays, meta = load_model_file(path)
+    name = meta.get("model")
+    if name not in MODELS:
+        raise FormatError(f"unknown model {name!r} (known: {sorted(MODELS)})", path=str(path))
+    module = MODELS[name]
+    params = module.Params(**meta["params"])
+    try:
+        state = module.State(**{f: jnp.asarray(arrays[f"state.{f}"]) for f in module.State._fields})
+    except KeyError as e:
+        raise FormatError(f"model file lacks array {e.args[0]!r}", path=str(path)) from None
+    trace = [TracePoint(int(r[0]), float(r[1]), float(r[2]), float(r[3])) for r in arrays["trace"]]
+    return FittedModel(name, params, tuple(str(w) for w in arrays["vocab"]), int(meta["seed"]),
+                       state, None, meta["corpus_fingerprint"], int(meta["sweeps_done"]), trace,
+                       int(meta["num_tokens"]))
+
+
+def _check_sweeps(num_sweeps: int, eval_every: int, checkpoint_every: int | None) -> None:
+    for name, v, low in (("num_sweeps", num_sweeps, 0), ("eval_every", eval_every, 1)):
+        if not isinstance(v, (int, np.integer)) or v < low:
+            raise ParameterError(f"{name} must be an integer >= {low}, got {v!r}")
+    if checkpoint_every is not None and (not isinstance(checkpoint_every, (int, np.integer)) or checkpoint_every < 1):
+        raise ParameterError(f"checkpoint_every must be a positive integer, got {checkpoint_every!r}")
+
+
+class _Estimator:
+    """Shared fit() of every estimator: prepare, init, run the driver, wrap the result."""
+
+    name: ClassVar[str]
+    module: ClassVar[ModuleType]
+
+    params: Any
+
+    def fit(self, corpus: Corpus, num_sweeps: int = 1000, seed: int = 0, *, eval_every: int = 10,
+            progress: bool | None = None, checkpoint_every: int | None = None,
+            checkpoint_path: str | os.PathLike | None = None) -> FittedModel:
+        """Run one seeded chain for `num_sweeps` sweeps; same seed => bitwise identical result.
+
+        With `checkpoint_path`, the model is saved (atomically) every `checkpoint_every` sweeps
+        (default: every eval) so a killed run can continue with ``load(path).resume(corpus, ...)``.
+        """
+        if not isinstance(corpus, Corpus):
+            raise CorpusError(f"fit expects a jaxtopics.Corpus, got {type(corpus).__name__}")
+        if not isinstance(seed, (int, np.integer)):
+            raise ParameterError(f"seed must be an integer, got {seed!r}")
+        _check_sweeps(num_sweeps, eval_every, checkpoint_every)
+        data = self.module.prepare(corpus, self.params)
+        init_key, _ = chain_keys(int(seed))
+        state = self.module.init(init_key, data, self.params)
+        fitted = FittedModel(self.name, self.params, corpus.vocab, int(seed), state, data,
+                             corpus.fingerprint(), 0, [], corpus.num_tokens)
+        if checkpoint_path is not None and checkpoint_every is None:
+            checkpoint_every = eval_every
+        return fitted.resume(corpus, num_sweeps, eval_every=eval_every, progress=progress,
+                             checkpoint_every=checkpoint_every, checkpoint_path=checkpoint_path)
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params._asdict().items())
+        return f"{type(self).__name__}({args})"
+
+
+class LDA(_Estimator):
+    """Latent Dirichlet allocation by collapsed Gibbs sampling.
+
+    ``LDA(num_topics=20, alpha=0.1, beta=0.01, sampler="parallel")``; samplers: "parallel"
+    (blocked, O(1) MH moves per token: the fast default), "sequential" (exact collapsed Gibbs),
+    "uncollapsed" (exact blocked Gibbs over theta, phi, z). See ``jaxtopics.models.lda``.
+    """
+
+    name = "lda"
+    module = lda
+
+    def __init__(self, num_topics: int = 20, alpha: float = 0.1, beta: float = 0.01,
+                 sampler: str = "parallel", *, num_blocks: int = 64, mh_steps: int = 2,
+                 chunk_size: int = 4096):
+        self.params = lda.check_params(lda.Params(
+            num_topics=num_topics, alpha=float(alpha), beta=float(beta), sampler=sampler,
+            num_blocks=num_blocks, mh_steps=mh_steps, chunk_size=chunk_size))

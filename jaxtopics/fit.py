@@ -1,0 +1,99 @@
+"""The one driver every model shares: sweeps in jitted chunks, trace, progress, checkpoints.
+
+Sweep t of a chain uses ``jax.random.fold_in(chain_key, t)``, and a chunk of sweeps is one jitted
+``fori_loop`` whose bounds are runtime values, so how the sweeps are cut into chunks (eval points,
+checkpoints, a stop and a resume) never changes the result: a run saved after 200 sweeps and
+resumed for 300 is bitwise identical to 500 straight sweeps on the same backend.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from functools import partial
+from types import ModuleType
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import Array
+
+__all__ = ["TracePoint", "chain_keys", "run_sweeps"]
+
+
+class TracePoint(NamedTuple):
+    """One evaluation: after `sweep` sweeps, the log joint per token and the fraction of tokens
+    whose assignment changed in that sweep; `seconds` = wall time since the run started."""
+
+    sweep: int
+    log_joint_per_token: float
+    changed_fraction: float
+    seconds: float
+
+
+def chain_keys(seed: int) -> tuple[Array, Array]:
+    """(init_key, chain_key) of a seeded run; sweep t uses fold_in(chain_key, t)."""
+    root = jax.random.key(seed)
+    return jax.random.fold_in(root, 0), jax.random.fold_in(root, 1)
+
+
+@partial(jax.jit, static_argnums=(0, 1), donate_argnums=(3,))
+def _run_chunk(model: ModuleType, params: Any, data: Any, state: Any, chain_key: Array,
+               start: Array, stop: Array):
+    """Sweeps start..stop-1 of `model`; returns (state, log joint, tokens changed in last sweep)."""
+
+    def body(t, carry):
+        st, _ = carry
+        st, info = model.sweep(jax.random.fold_in(chain_key, t), st, data, params)
+        return st, info.changed
+
+    state, changed = jax.lax.fori_loop(start, stop, body, (state, jnp.int32(0)))
+    return state, model.log_joint(state, data, params), changed
+
+
+def _boundaries(start: int, stop: int, *every: int | None) -> list[int]:
+    """Sweep counts at which to stop the jitted loop: multiples of each `every`, and `stop`."""
+    points = {stop}
+    for e in every:
+        if e:
+            points.update(range((start // e + 1) * e, stop, e))
+    return sorted(p for p in points if start < p <= stop)
+
+
+def run_sweeps(model: ModuleType, params: Any, data: Any, state: Any, chain_key: Array, *,
+               start: int, num_sweeps: int, num_tokens: int, eval_every: int = 10,
+               progress: bool | None = None, checkpoint_every: int | None = None,
+               on_checkpoint: Callable[[Any, int, list[TracePoint]], None] | None = None,
+               ) -> tuple[Any, list[TracePoint]]:
+    """Run sweeps start..start+num_sweeps-1; evaluate every `eval_every` sweeps (and at the end).
+
+    `state` is donated (do not reuse the argument). `progress=None` shows a tqdm bar only when
+    stderr is a terminal. `on_checkpoint(state, sweeps_done, trace)` is called every
+    `checkpoint_every` sweeps. Returns (state, trace).
+    """
+    stop = start + num_sweeps
+    bar = None
+    if progress or (progress is None and sys.stderr.isatty()):
+        from tqdm.auto import tqdm
+        bar = tqdm(total=num_sweeps, unit="sweep", desc=model.__name__.rsplit(".", 1)[-1])
+    trace: list[TracePoint] = []
+    t0 = time.perf_counter()
+    done = start
+    try:
+        for point in _boundaries(start, stop, eval_every, checkpoint_every):
+            state, lj, changed = _run_chunk(model, params, data, state, chain_key,
+                                            jnp.int32(done), jnp.int32(point))
+            steps, done = point - done, point
+            if (eval_every and point % eval_every == 0) or point == stop:
+                trace.append(TracePoint(point, float(lj) / max(num_tokens, 1),
+                                        int(changed) / max(num_tokens, 1), time.perf_counter() - t0))
+            if checkpoint_every and on_checkpoint and point % checkpoint_every == 0:
+                on_checkpoint(state, point, trace)
+            if bar is not None:
+                bar.update(steps)
+                if trace:
+                    bar.set_postfix(ll=f"{trace[-1].log_joint_per_token:.4f}")
+    finally:
+        if bar is not None:
+            bar.close()
+    return state, trace

@@ -1,0 +1,474 @@
+"""File formats (LDA-C, UCI bag-of-words, text lines, JSON lines) and atomic model files.
+
+Readers return plain numpy arrays / Python lists; :class:`jaxtopics.corpus.Corpus` builds on them.
+Every text file is decoded as strict UTF-8; a problem in a file raises
+:class:`~jaxtopics.errors.FormatError` naming the path and the 1-based line number.
+Everything written goes through a temporary file in the same directory and ``os.replace``,
+so a file is either fully written or untouched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import tempfile
+import zipfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .errors import FormatError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .corpus import Corpus
+
+__all__ = [
+    "MODEL_FORMAT",
+    "MODEL_FORMAT_VERSION",
+    "read_ldac",
+    "write_ldac",
+    "read_vocab",
+    "write_vocab",
+    "read_uci",
+    "read_text_lines",
+    "read_jsonl",
+    "atomic_path",
+    "atomic_write_bytes",
+    "save_model_file",
+    "load_model_file",
+]
+
+PathLike = str | os.PathLike[str]
+
+MODEL_FORMAT = "jaxtopics-model"
+MODEL_FORMAT_VERSION = 1
+_META_KEY = "__meta__"
+_INT32_MAX = np.iinfo(np.int32).max
+
+
+# --------------------------------------------------------------------------------------------
+# text decoding
+
+
+def _read_text(path: PathLike) -> str:
+    """Read a whole file as strict UTF-8 (a leading BOM is dropped)."""
+    data = Path(path).read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1)
+        raise FormatError(
+            f"file is not valid UTF-8: byte 0x{data[e.start]:02x} at byte offset {e.start} "
+            f"(column {col + 1}) cannot be decoded",
+            path,
+            line,
+        ) from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text
+
+
+def _lines(text: str) -> list[str]:
+    """Split on "\\n" only (not other Unicode breaks); drop a trailing newline and "\\r"."""
+    if not text:
+        return []
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+
+
+# --------------------------------------------------------------------------------------------
+# LDA-C
+
+_LDAC_LINE = re.compile(r"[ \t]*(\d+)((?:[ \t]+\d+:\d+)*)[ \t]*", re.ASCII)
+
+
+def _ldac_diagnose(line: str, path: PathLike, lineno: int) -> FormatError:
+    """Build a precise error for an LDA-C line that failed the fast pattern."""
+    parts = line.split()
+    if not parts:
+        return FormatError(
+            "blank line (an empty document is written as a line holding 0)", path, lineno
+        )
+    head = parts[0]
+    try:
+        n = int(head)
+    except ValueError:
+        return FormatError(
+            f"expected the number of distinct words as an integer, got {head!r}", path, lineno
+        )
+    if n < 0:
+        return FormatError(f"negative number of distinct words {n}", path, lineno)
+    for j, pair in enumerate(parts[1:], start=1):
+        where = f"pair {j} ({pair!r})"
+        if pair.count(":") != 1:
+            return FormatError(f"{where}: expected word_id:count", path, lineno)
+        a, b = pair.split(":")
+        for what, s in (("word id", a), ("count", b)):
+            try:
+                v = int(s)
+            except ValueError:
+                return FormatError(f"{where}: {what} {s!r} is not an integer", path, lineno)
+            if v < 0:
+                return FormatError(f"{where}: negative {what} {v}", path, lineno)
+            if not s.isdigit():
+                return FormatError(f"{where}: malformed {what} {s!r}", path, lineno)
+    return FormatError(f"malformed line {line[:80]!r}", path, lineno)
+
+
+def read_ldac(path: PathLike) -> tuple[np.ndarray, np.ndarray]:
+    """Read an LDA-C file (``N id:count id:count ...`` per document, ``0`` = empty document).
+
+    Returns ``(word_ids int32 [N], doc_offsets int64 [D+1])``; each pair ``id:count`` becomes
+    ``count`` repeated tokens ``id`` in file order.
+    """
+    lines = _lines(_read_text(path))
+    match = _LDAC_LINE.fullmatch
+    npairs = np.empty(len(lines), dtype=np.int64)
+    bodies: list[str] = []
+    for i, line in enumerate(lines):
+        m = match(line)
+        if m is None:
+            raise _ldac_diagnose(line, path, i + 1)
+        body = m.group(2)
+        n = body.count(":")
+        declared = int(m.group(1))
+        if declared != n:
+            raise FormatError(
+                f"line declares {declared} distinct words but holds {n} id:count pairs",
+                path,
+                i + 1,
+            )
+        npairs[i] = n
+        bodies.append(body)
+    flat = " ".join(bodies).replace(":", " ").split()
+    pair_end = np.cumsum(npairs)
+    try:
+        vals = np.array(flat, dtype=np.int64) if flat else np.zeros(0, dtype=np.int64)
+    except (OverflowError, ValueError):  # a number beyond int64: find it for the message
+        k = next(j for j, s in enumerate(flat) if len(s) > 18 and int(s) > _INT32_MAX)
+        line = int(np.searchsorted(pair_end, k // 2, side="right")) + 1
+        raise FormatError(f"number {flat[k]} is too large", path, line) from None
+    ids, counts = vals[0::2], vals[1::2]
+    for what, col in (("word id", ids), ("count", counts)):
+        if col.size and col.max() > _INT32_MAX:
+            k = int(np.argmax(col > _INT32_MAX))
+            line = int(np.searchsorted(pair_end, k, side="right")) + 1
+            raise FormatError(f"{what} {int(col[k])} is too large", path, line)
+    token_end = np.concatenate([[0], np.cumsum(counts)])
+    doc_offsets = np.concatenate([[0], token_end[pair_end]]).astype(np.int64)
+    word_ids = np.repeat(ids.astype(np.int32), counts)
+    return word_ids, doc_offsets
+
+
+def write_ldac(path: PathLike, corpus: Corpus) -> None:
+    """Write ``corpus`` as LDA-C (one line per document, pairs sorted by word id); atomic."""
+    offsets = corpus.doc_offsets
+    out: list[str] = []
+    for d in range(corpus.num_docs):
+        ids, counts = np.unique(corpus.word_ids[offsets[d] : offsets[d + 1]], return_counts=True)
+        pairs = " ".join(f"{i}:{c}" for i, c in zip(ids.tolist(), counts.tolist()))
+        out.append(f"{len(ids)} {pairs}".rstrip())
+    atomic_write_bytes(path, ("\n".join(out) + "\n").encode("utf-8"))
+
+
+# --------------------------------------------------------------------------------------------
+# vocabularies, UCI bag-of-words
+
+
+def read_vocab(path: PathLike) -> tuple[str, ...]:
+    """Read a vocabulary, one word per line (surrounding whitespace stripped); line i = id i-1."""
+    words = tuple(ln.strip() for ln in _lines(_read_text(path)))
+    for i, w in enumerate(words):
+        if not w:
+            raise FormatError("blank vocabulary entry", path, i + 1)
+    return words
+
+
+def write_vocab(path: PathLike, vocab: tuple[str, ...] | list[str]) -> None:
+    """Write one word per line; atomic."""
+    for i, w in enumerate(vocab):
+        if "\n" in w or "\r" in w or w != w.strip() or not w:
+            raise FormatError(f"vocabulary entry {i} ({w!r}) cannot be written one per line")
+    atomic_write_bytes(path, "".join(w + "\n" for w in vocab).encode("utf-8"))
+
+
+def _uci_row(line: str, path: PathLike, lineno: int) -> tuple[int, int, int]:
+    parts = line.split()
+    if len(parts) != 3:
+        raise FormatError(f"expected 'docID wordID count', got {line[:80]!r}", path, lineno)
+    out = []
+    for what, s in zip(("docID", "wordID", "count"), parts):
+        try:
+            out.append(int(s))
+        except ValueError:
+            raise FormatError(f"{what} {s!r} is not an integer", path, lineno) from None
+    return out[0], out[1], out[2]
+
+
+def read_uci(
+    docword_path: PathLike, vocab_path: PathLike
+) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+    """Read UCI bag-of-words (``docword.*.txt`` + ``vocab.*.txt``).
+
+    The docword file has a header of three lines (D, W, NNZ), then NNZ lines
+    ``docID wordID count`` (1-based ids). Returns ``(word_ids, doc_offsets, vocab)``; documents
+    with no entries are kept as empty documents.
+    """
+    lines = _lines(_read_text(docword_path))
+    if len(lines) < 3:
+        raise FormatError(
+            "missing header (three lines: D, W, NNZ)", docword_path, len(lines) + 1
+        )
+    header = []
+    for i, name in enumerate(("D (number of documents)", "W (vocabulary size)", "NNZ")):
+        try:
+            v = int(lines[i].strip())
+        except ValueError:
+            raise FormatError(
+                f"header {name} must be an integer, got {lines[i][:40]!r}", docword_path, i + 1
+            ) from None
+        if v < 0:
+            raise FormatError(f"header {name} is negative ({v})", docword_path, i + 1)
+        header.append(v)
+    num_docs, num_words, nnz = header
+    body = lines[3:]
+    while body and not body[-1].strip():
+        body.pop()
+    if len(body) != nnz:
+        raise FormatError(
+            f"header says NNZ = {nnz} but the file holds {len(body)} entry lines",
+            docword_path,
+            3,
+        )
+    rows = np.empty((nnz, 3), dtype=np.int64)
+    flat = " ".join(body).split()
+    fast_ok = len(flat) == 3 * nnz
+    if fast_ok:
+        try:
+            rows[:] = np.array(flat, dtype=np.int64).reshape(nnz, 3)
+        except (ValueError, OverflowError):
+            fast_ok = False
+    if not fast_ok:  # slow path only to name the bad line
+        for k, line in enumerate(body):
+            rows[k] = _uci_row(line, docword_path, k + 4)
+    doc, word, count = rows[:, 0], rows[:, 1], rows[:, 2]
+    for what, col, hi in (("docID", doc, num_docs), ("wordID", word, num_words)):
+        bad = np.flatnonzero((col < 1) | (col > hi))
+        if bad.size:
+            k = int(bad[0])
+            raise FormatError(
+                f"{what} {int(col[k])} is outside 1..{hi} (header)", docword_path, k + 4
+            )
+    bad = np.flatnonzero(count < 0)
+    if bad.size:
+        k = int(bad[0])
+        raise FormatError(f"negative count {int(count[k])}", docword_path, k + 4)
+    vocab = read_vocab(vocab_path)
+    if len(vocab) != num_words:
+        raise FormatError(
+            f"vocabulary has {len(vocab)} words but {os.fspath(docword_path)} declares "
+            f"W = {num_words}",
+            vocab_path,
+        )
+    order = np.argsort(doc, kind="stable")
+    doc, word, count = doc[order] - 1, word[order] - 1, count[order]
+    word_ids = np.repeat(word.astype(np.int32), count)
+    lengths = np.bincount(doc, weights=count, minlength=num_docs).astype(np.int64)
+    doc_offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    return word_ids, doc_offsets, vocab
+
+
+# --------------------------------------------------------------------------------------------
+# raw text
+
+
+def read_text_lines(path: PathLike) -> list[str]:
+    """Read one document per line (a blank line is an empty document, kept)."""
+    return _lines(_read_text(path))
+
+
+def read_jsonl(
+    path: PathLike, text_key: str = "text", label_key: str | None = None
+) -> tuple[list[str], list[Any] | None]:
+    """Read JSON lines, one object per document; returns ``(texts, labels or None)``.
+
+    Blank lines are skipped. Each object must hold a string under ``text_key`` and, when
+    ``label_key`` is given, a label (int or str) under it.
+    """
+    texts: list[str] = []
+    labels: list[Any] | None = [] if label_key is not None else None
+    for i, line in enumerate(_lines(_read_text(path))):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise FormatError(f"malformed JSON: {e.msg} (column {e.colno})", path, i + 1) from None
+        if not isinstance(obj, dict):
+            raise FormatError(
+                f"expected a JSON object, got {type(obj).__name__}", path, i + 1
+            )
+        if text_key not in obj:
+            raise FormatError(f"missing key {text_key!r}", path, i + 1)
+        text = obj[text_key]
+        if not isinstance(text, str):
+            raise FormatError(
+                f"value of {text_key!r} must be a string, got {type(text).__name__}", path, i + 1
+            )
+        texts.append(text)
+        if labels is not None:
+            if label_key not in obj:
+                raise FormatError(f"missing key {label_key!r}", path, i + 1)
+            label = obj[label_key]
+            if isinstance(label, bool) or not isinstance(label, (int, str)):
+                raise FormatError(
+                    f"label {label_key!r} must be an integer or a string, got {label!r}",
+                    path,
+                    i + 1,
+                )
+            labels.append(label)
+    return texts, labels
+
+
+# --------------------------------------------------------------------------------------------
+# atomic writes
+
+
+def _default_mode() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+_FILE_MODE = _default_mode()
+
+
+@contextlib.contextmanager
+def atomic_path(path: PathLike) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; on success move it onto ``path`` (os.replace).
+
+    If the block raises, the temporary file is removed and ``path`` is left untouched.
+    """
+    target = Path(path)
+    if target.is_dir():
+        raise IsADirectoryError(f"{target}: is a directory, expected a file path")
+    directory = target.parent
+    fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        try:
+            mode = target.stat().st_mode & 0o777 if target.exists() else _FILE_MODE
+            os.chmod(tmp, mode)
+        except OSError:
+            pass
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
+def atomic_write_bytes(path: PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+
+
+# --------------------------------------------------------------------------------------------
+# model files
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"metadata value of type {type(obj).__name__} is not JSON-serialisable")
+
+
+def save_model_file(path: PathLike, arrays: Mapping[str, Any], meta: Mapping[str, Any]) -> None:
+    """Save arrays + JSON metadata as one uncompressed ``.npz`` file at ``path`` (atomic).
+
+    Strings (e.g. a vocabulary) are stored as numpy unicode arrays; no pickle is ever used.
+    ``meta`` gets ``"format"`` and ``"format_version"`` added.
+    """
+    if Path(path).is_dir():
+        raise IsADirectoryError(f"{os.fspath(path)}: is a directory, expected a file path")
+    stored: dict[str, np.ndarray] = {}
+    for name, value in arrays.items():
+        if not isinstance(name, str) or not name or name == _META_KEY:
+            raise ValueError(f"invalid array name {name!r}")
+        arr = np.asarray(value)
+        if arr.dtype == object:
+            if all(isinstance(v, str) for v in arr.ravel()):
+                arr = arr.astype(str)
+            else:
+                raise ValueError(f"array {name!r} has dtype object; cannot store without pickle")
+        stored[name] = arr
+    full_meta = dict(meta)
+    full_meta["format"] = MODEL_FORMAT
+    full_meta["format_version"] = MODEL_FORMAT_VERSION
+    meta_text = json.dumps(full_meta, default=_json_default, sort_keys=True, allow_nan=True)
+    stored[_META_KEY] = np.array(meta_text)
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as f:
+            np.savez(f, **stored)
+
+
+def load_model_file(path: PathLike) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Load a file written by :func:`save_model_file`; returns ``(arrays, meta)``.
+
+    Raises FormatError if the file is not a jaxtopics model or has a newer format version.
+    """
+    p = Path(path)
+    if p.is_dir():
+        raise IsADirectoryError(f"{p}: is a directory, expected a jaxtopics model file")
+    if not p.exists():
+        raise FileNotFoundError(f"{p}: no such file")
+    not_model = "not a jaxtopics model file"
+    try:
+        loaded = np.load(p, allow_pickle=False)
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as e:
+        raise FormatError(f"{not_model} ({type(e).__name__}: {e})", p) from None
+    if not isinstance(loaded, np.lib.npyio.NpzFile):
+        raise FormatError(f"{not_model} (a bare .npy array)", p)
+    try:
+        with loaded as npz:
+            if _META_KEY not in npz.files:
+                raise FormatError(f"{not_model} (an .npz archive without {_META_KEY!r})", p)
+            arrays = {k: npz[k] for k in npz.files if k != _META_KEY}
+            meta_arr = npz[_META_KEY]
+    except FormatError:
+        raise
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as e:
+        raise FormatError(f"{not_model} ({type(e).__name__}: {e})", p) from None
+    try:
+        meta = json.loads(str(meta_arr[()]))
+    except (json.JSONDecodeError, TypeError, IndexError) as e:
+        raise FormatError(f"{not_model} (unreadable metadata: {e})", p) from None
+    if not isinstance(meta, dict) or meta.get("format") != MODEL_FORMAT:
+        fmt = meta.get("format") if isinstance(meta, dict) else None
+        raise FormatError(f"{not_model} (format tag {fmt!r}, expected {MODEL_FORMAT!r})", p)
+    version = meta.get("format_version")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise FormatError(f"invalid format_version {version!r}", p)
+    if version > MODEL_FORMAT_VERSION:
+        raise FormatError(
+            f"model file format_version {version} is newer than this jaxtopics supports "
+            f"(up to {MODEL_FORMAT_VERSION}); upgrade jaxtopics to read it",
+            p,
+        )
+    return arrays, meta

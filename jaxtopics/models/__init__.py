@@ -1,0 +1,6 @@
+"""One module per model, all with the same shape: Params, State, Data, prepare, init, sweep,
+log_joint, estimate, fold_in (see DESIGN.md)."""
+
+from . import lda
+
+__all__ = ["lda"]

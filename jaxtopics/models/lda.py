@@ -1,0 +1,376 @@
+"""Latent Dirichlet allocation: collapsed Gibbs (exact and blocked-parallel) and uncollapsed Gibbs.
+
+Collapsed full conditional of token i = (d, w) (seed 001/002, final formula):
+
+    p(z_i = k | z_-i, w) ∝ (n_dk^-i + alpha) (n_kw^-i + beta) / (n_k^-i + V beta)        (1)
+
+Kernels (``Params.sampler``):
+
+- ``"sequential"``: exact collapsed Gibbs, token by token in corpus order, draws from (1).
+- ``"parallel"`` (default): blocked sweep. Tokens are dealt round-robin into ``num_blocks``
+  blocks (``ops.strided_blocks``), so a block rarely holds two tokens of one document; the blocks
+  are visited in turn, all tokens of a block move at once against the counts at the block's start,
+  and the counts are refreshed exactly between blocks. Each token's move targets (1) with those
+  counts: ``mh_steps`` cycles of Metropolis-Hastings with a document proposal (n_dk + alpha) and a
+  word proposal (n_kw + beta), both drawn in O(1) from the topics of random member tokens
+  (WarpLDA-style, ``ops.mh``), so a sweep costs O(N), not O(N K). ``mh_steps=0`` instead draws
+  exactly from (1) with the block-start counts, O(K) per token.
+- ``"uncollapsed"``: exact blocked Gibbs (seed 003): phi_k | z ~ Dir(beta + n_k.),
+  theta_d | z ~ Dir(alpha + n_d.), then every z_i | theta, phi ∝ theta_dk phi_kw in parallel.
+
+Counts are int32 tables: ``doc_topic`` [D, K] (n_dk), ``word_topic`` [V, K] (n_kw, word-major so
+that a token gathers one contiguous row) and ``topic`` [K] (n_k).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import Array
+
+from ..corpus import Corpus
+from ..errors import ParameterError
+from ..ops import (
+    categorical,
+    categorical_logits,
+    chunked_map,
+    count_table,
+    dirichlet_multinomial_log_evidence,
+    log_dirichlet,
+    mh_accept,
+    move_counts,
+    propose_from_members,
+    strided_blocks,
+)
+
+__all__ = [
+    "Params", "State", "Data", "SweepInfo", "SAMPLERS",
+    "check_params", "prepare", "init", "state_from_assignments", "sweep", "log_joint",
+    "estimate", "fold_in", "assignments",
+]
+
+SAMPLERS = ("parallel", "sequential", "uncollapsed")
+
+
+class Params(NamedTuple):
+    """LDA hyper-parameters and kernel settings (hashable: a static argument under jit).
+
+    num_topics: K. alpha: symmetric doc-topic Dirichlet. beta: symmetric topic-word Dirichlet.
+    sampler: "parallel" | "sequential" | "uncollapsed". num_blocks: blocks per parallel sweep.
+    mh_steps: MH cycles (doc + word proposal) per token per parallel sweep; 0 = exact draw from (1).
+    chunk_size: tokens per chunk wherever a [tokens, K] working array is needed.
+    """
+
+    num_topics: int
+    alpha: float = 0.1
+    beta: float = 0.01
+    sampler: str = "parallel"
+    num_blocks: int = 64
+    mh_steps: int = 2
+    chunk_size: int = 4096
+
+
+class Data(NamedTuple):
+    """Device layout of a corpus for LDA sweeps. Token arrays have one dummy slot at index N.
+
+    word, doc: [N+1] int32 per token (corpus order). doc_start, doc_len: [D] token slice of each
+    document. word_members: [N] token positions sorted by word; word_start, word_len: [V] slice of
+    each word in word_members. blocks: [B, C] token positions per parallel block (N = padding);
+    valid: [B, C] bool, False on padding.
+    """
+
+    word: Array
+    doc: Array
+    doc_start: Array
+    doc_len: Array
+    word_members: Array
+    word_start: Array
+    word_len: Array
+    blocks: Array
+    valid: Array
+
+
+class State(NamedTuple):
+    """Chain state: z [N+1] int32 topic of each token (slot N is a dummy, always 0) and the int32
+    count tables doc_topic [D, K], word_topic [V, K], topic [K] consistent with z."""
+
+    z: Array
+    doc_topic: Array
+    word_topic: Array
+    topic: Array
+
+
+class SweepInfo(NamedTuple):
+    """Per-sweep diagnostics: changed = number of tokens whose topic changed (int32)."""
+
+    changed: Array
+
+
+def check_params(params: Params) -> Params:
+    """Validate hyper-parameters; raises ParameterError naming the bad field."""
+    if not isinstance(params.num_topics, (int, np.integer)) or params.num_topics < 1:
+        raise ParameterError(f"num_topics must be a positive integer, got {params.num_topics!r}")
+    for name in ("alpha", "beta"):
+        v = getattr(params, name)
+        if not np.isfinite(v) or v <= 0:
+            raise ParameterError(f"{name} must be a finite number > 0, got {v!r}")
+    if params.sampler not in SAMPLERS:
+        raise ParameterError(f"sampler must be one of {SAMPLERS}, got {params.sampler!r}")
+    for name, low in (("num_blocks", 1), ("mh_steps", 0), ("chunk_size", 1)):
+        v = getattr(params, name)
+        if not isinstance(v, (int, np.integer)) or v < low:
+            raise ParameterError(f"{name} must be an integer >= {low}, got {v!r}")
+    return params
+
+
+def prepare(corpus: Corpus, params: Params) -> Data:
+    """Lay the corpus out for sweeps: per-token arrays, word index, parallel blocks."""
+    n = corpus.num_tokens
+    word = np.append(corpus.word_ids, 0).astype(np.int32)
+    doc = np.append(corpus.doc_index, 0).astype(np.int32)
+    members = np.argsort(corpus.word_ids, kind="stable").astype(np.int32)
+    word_len = np.bincount(corpus.word_ids, minlength=corpus.num_words).astype(np.int32)
+    word_start = (np.cumsum(word_len) - word_len).astype(np.int32)
+    blocks, valid = strided_blocks(n, params.num_blocks)
+    return Data(
+        word=jnp.asarray(word), doc=jnp.asarray(doc),
+        doc_start=jnp.asarray(corpus.doc_offsets[:-1].astype(np.int32)),
+        doc_len=jnp.asarray(corpus.doc_lengths.astype(np.int32)),
+        word_members=jnp.asarray(members), word_start=jnp.asarray(word_start),
+        word_len=jnp.asarray(word_len), blocks=jnp.asarray(blocks), valid=jnp.asarray(valid),
+    )
+
+
+def _sizes(data: Data) -> tuple[int, int, int]:
+    """(N tokens, D docs, V words), static."""
+    return data.word.shape[0] - 1, data.doc_start.shape[0], data.word_start.shape[0]
+
+
+def state_from_assignments(z: Array, data: Data, params: Params) -> State:
+    """Build the count tables for given topics z [N] (corpus order)."""
+    n, d, v = _sizes(data)
+    k = params.num_topics
+    z = jnp.asarray(z, jnp.int32)
+    return State(
+        z=jnp.append(z, 0).astype(jnp.int32),
+        doc_topic=count_table((d, k), data.doc[:n], z),
+        word_topic=count_table((v, k), data.word[:n], z),
+        topic=count_table((k,), z),
+    )
+
+
+def init(key: Array, data: Data, params: Params) -> State:
+    """Uniformly random topics."""
+    n, _, _ = _sizes(data)
+    return state_from_assignments(jax.random.randint(key, (n,), 0, params.num_topics), data, params)
+
+
+def _conditional(doc_row: Array, word_row: Array, topic_row: Array, params: Params, v: int) -> Array:
+    """Eq. (1) from count rows that already exclude the token itself."""
+    return ((doc_row.astype(jnp.float32) + params.alpha)
+            * (word_row.astype(jnp.float32) + params.beta)
+            / (topic_row.astype(jnp.float32) + v * params.beta))
+
+
+def _apply_moves(state: State, pos: Array, doc: Array, word: Array, old: Array, new: Array,
+                 valid: Array) -> State:
+    """Move tokens `pos` from topics `old` to `new` (padding slots have valid=False)."""
+    weight = valid.astype(jnp.int32)
+    return State(
+        z=state.z.at[pos].set(jnp.where(valid, new, 0)),
+        doc_topic=move_counts(state.doc_topic, doc, old, new, weight),
+        word_topic=move_counts(state.word_topic, word, old, new, weight),
+        topic=move_counts(state.topic, None, old, new, weight),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# kernels
+
+
+def _sequential_sweep(key: Array, state: State, data: Data, params: Params) -> tuple[State, SweepInfo]:
+    n, _, v = _sizes(data)
+    u = jax.random.uniform(key, (n,))
+
+    def step(i, carry):
+        st, changed = carry
+        d, w, s = data.doc[i], data.word[i], st.z[i]
+        weights = _conditional(st.doc_topic[d].at[s].add(-1), st.word_topic[w].at[s].add(-1),
+                               st.topic.at[s].add(-1), params, v)
+        t = categorical(u[i][None], weights[None])
+        one = jnp.ones((1,), bool)
+        st = _apply_moves(st, i[None], d[None], w[None], s[None], t, one)
+        return st, changed + (t[0] != s).astype(jnp.int32)
+
+    state, changed = jax.lax.fori_loop(0, n, step, (state, jnp.int32(0)))
+    return state, SweepInfo(changed)
+
+
+def _dense_block_draw(u: Array, doc: Array, word: Array, old: Array, state: State,
+                      params: Params, v: int) -> Array:
+    """Exact draw from (1) for a chunk of tokens against fixed counts (own token excluded)."""
+    rows = jnp.arange(doc.shape[0])
+    weights = _conditional(state.doc_topic[doc].at[rows, old].add(-1),
+                           state.word_topic[word].at[rows, old].add(-1),
+                           state.topic[None, :] - jax.nn.one_hot(old, params.num_topics, dtype=jnp.int32),
+                           params, v)
+    return categorical(u, weights)
+
+
+def _mh_block_draw(key: Array, doc: Array, word: Array, old: Array, state: State, data: Data,
+                   params: Params, v: int) -> Array:
+    """`mh_steps` cycles of doc- and word-proposal MH per token targeting (1), O(1) per token."""
+    a, b, k = params.alpha, params.beta, params.num_topics
+    vb = v * b
+    u = jax.random.uniform(key, (params.mh_steps, 4) + doc.shape)
+
+    def counts(t):
+        return state.doc_topic[doc, t], state.word_topic[word, t], state.topic[t]
+
+    def target(t, nd, nw, nt):
+        own = (t == old).astype(jnp.float32)
+        return ((nd - own + a) * (nw - own + b)) / (nt - own + vb)
+
+    s = old
+    nd_s, nw_s, n_s = counts(s)
+    p_s = target(s, nd_s, nw_s, n_s)
+    for step in range(params.mh_steps):
+        for kind in (0, 1):
+            if kind == 0:   # q(t) ∝ n_dt + alpha: topic of a random token of the same document
+                t = propose_from_members(u[step, 0], data.doc_start[doc], data.doc_len[doc], None,
+                                         state.z, a, k)
+            else:           # q(t) ∝ n_tw + beta: topic of a random token of the same word
+                t = propose_from_members(u[step, 2], data.word_start[word], data.word_len[word],
+                                         data.word_members, state.z, b, k)
+            nd_t, nw_t, n_t = counts(t)
+            p_t = target(t, nd_t, nw_t, n_t)
+            q_s, q_t = (nd_s + a, nd_t + a) if kind == 0 else (nw_s + b, nw_t + b)
+            accept = mh_accept(u[step, 1 + 2 * kind], (p_t * q_s) / (p_s * q_t))
+            s = jnp.where(accept, t, s)
+            nd_s, nw_s, n_s, p_s = (jnp.where(accept, x, y) for x, y in
+                                    ((nd_t, nd_s), (nw_t, nw_s), (n_t, n_s), (p_t, p_s)))
+    return s
+
+
+def _parallel_sweep(key: Array, state: State, data: Data, params: Params) -> tuple[State, SweepInfo]:
+    _, _, v = _sizes(data)
+    num_blocks = data.blocks.shape[0]
+
+    def block(carry, xs):
+        st, changed = carry
+        pos, valid, b = xs
+        bkey = jax.random.fold_in(key, b)
+        doc, word, old = data.doc[pos], data.word[pos], st.z[pos]
+        if params.mh_steps == 0:
+            u = jax.random.uniform(bkey, pos.shape)
+            new = chunked_map(lambda c: _dense_block_draw(*c, st, params, v),
+                              (u, doc, word, old), params.chunk_size)
+        else:
+            new = _mh_block_draw(bkey, doc, word, old, st, data, params, v)
+        st = _apply_moves(st, pos, doc, word, old, new, valid)
+        return (st, changed + jnp.sum(valid & (new != old), dtype=jnp.int32)), None
+
+    (state, changed), _ = jax.lax.scan(
+        block, (state, jnp.int32(0)), (data.blocks, data.valid, jnp.arange(num_blocks)))
+    return state, SweepInfo(changed)
+
+
+def _uncollapsed_sweep(key: Array, state: State, data: Data, params: Params) -> tuple[State, SweepInfo]:
+    n, _, _ = _sizes(data)
+    k_phi, k_theta, k_z = jax.random.split(key, 3)
+    log_phi = log_dirichlet(k_phi, state.word_topic + params.beta, axis=0)     # [V, K], columns sum to 1
+    log_theta = log_dirichlet(k_theta, state.doc_topic + params.alpha, axis=1)  # [D, K]
+    u = jax.random.uniform(k_z, (n,))
+
+    def draw(c):
+        uc, doc, word = c
+        return categorical_logits(uc, log_theta[doc] + log_phi[word])
+
+    z = chunked_map(draw, (u, data.doc[:n], data.word[:n]), params.chunk_size)
+    new = state_from_assignments(z, data, params)
+    return new, SweepInfo(jnp.sum(z != state.z[:n], dtype=jnp.int32))
+
+
+_KERNELS = {"sequential": _sequential_sweep, "parallel": _parallel_sweep,
+            "uncollapsed": _uncollapsed_sweep}
+
+
+def sweep(key: Array, state: State, data: Data, params: Params) -> tuple[State, SweepInfo]:
+    """One sweep of the kernel ``params.sampler``; pure and jit/vmap-able (params static)."""
+    return _KERNELS[params.sampler](key, state, data, params)
+
+
+# --------------------------------------------------------------------------------------------
+# read-outs
+
+
+def log_joint(state: State, data: Data, params: Params) -> Array:
+    """Collapsed log p(w, z) = sum_d log DirMult(n_d. | alpha) + sum_k log DirMult(n_k. | beta).
+
+    The quantity tomotopy reports per word as ``ll_per_word`` (times N).
+    """
+    return (dirichlet_multinomial_log_evidence(state.doc_topic, params.alpha)
+            + dirichlet_multinomial_log_evidence(state.word_topic.T, params.beta))
+
+
+def estimate(state: State, params: Params) -> dict[str, Array]:
+    """Posterior-mean point estimates (seed 001): theta_dk = (n_dk + alpha) / (n_d + K alpha),
+    phi_kw = (n_kw + beta) / (n_k + V beta). Returns {"theta": [D, K], "phi": [K, V]}."""
+    k = params.num_topics
+    v = state.word_topic.shape[0]
+    nd = state.doc_topic.sum(1, keepdims=True)
+    theta = (state.doc_topic + params.alpha) / (nd + k * params.alpha)
+    phi = (state.word_topic.T + params.beta) / (state.topic[:, None] + v * params.beta)
+    return {"theta": theta, "phi": phi}
+
+
+def assignments(state: State) -> Array:
+    """Topic of every token, aligned with ``corpus.word_ids`` ([N] int32)."""
+    return state.z[:-1]
+
+
+def fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps: int = 50) -> Array:
+    """theta [D_new, K] for unseen documents, topics held fixed at the fitted phi.
+
+    Blocked Gibbs on the new documents' topics with p(z_i = k) ∝ (n_dk^-i + alpha) phi_kw; theta
+    is averaged over the second half of the sweeps (the first half is burn-in).
+    """
+    n, d, v = _sizes(new_data)
+    k = params.num_topics
+    if new_data.word.shape[0] > 1 and int(jnp.max(new_data.word)) >= state.word_topic.shape[0]:
+        raise ParameterError("fold_in: new documents use word ids outside the fitted vocabulary")
+    phi_vk = estimate(state, params)["phi"].T                               # [V, K]
+    z0 = jax.random.randint(jax.random.fold_in(key, 0), (n,), 0, k)
+    ndk = count_table((d, k), new_data.doc[:n], z0)
+
+    def one_sweep(carry, t):
+        z, ndk, acc = carry
+        skey = jax.random.fold_in(key, t + 1)
+
+        def block(inner, xs):
+            z, ndk = inner
+            pos, valid, b = xs
+            doc, word, old = new_data.doc[pos], new_data.word[pos], z[pos]
+            u = jax.random.uniform(jax.random.fold_in(skey, b), pos.shape)
+
+            def draw(c):
+                uc, dc, wc, oc = c
+                rows = ndk[dc].at[jnp.arange(dc.shape[0]), oc].add(-1).astype(jnp.float32)
+                return categorical(uc, (rows + params.alpha) * phi_vk[wc])
+
+            new = chunked_map(draw, (u, doc, word, old), params.chunk_size)
+            zz = jnp.append(z, 0).at[pos].set(jnp.where(valid, new, 0))[:-1]
+            return (zz, move_counts(ndk, doc, old, new, valid.astype(jnp.int32))), None
+
+        (z, ndk), _ = jax.lax.scan(block, (z, ndk), (new_data.blocks, new_data.valid,
+                                                      jnp.arange(new_data.blocks.shape[0])))
+        keep = (t >= num_sweeps // 2).astype(jnp.float32)
+        theta = (ndk + params.alpha) / (ndk.sum(1, keepdims=True) + k * params.alpha)
+        return (z, ndk, acc + keep * theta), None
+
+    (_, _, acc), _ = jax.lax.scan(one_sweep, (z0, ndk, jnp.zeros((d, k), jnp.float32)),
+                                  jnp.arange(num_sweeps))
+    return acc / (num_sweeps - num_sweeps // 2)

@@ -1,0 +1,22 @@
+"""Model-agnostic JAX primitives shared by every sampler (no model names in here)."""
+
+from .counts import count_table, move_counts
+from .mh import mh_accept, propose_from_members
+from .polya import dirichlet_multinomial_log_evidence, log_rising_factorial
+from .sampling import categorical, categorical_logits, chunked_map, log_dirichlet, uniform_index
+from .schedule import strided_blocks
+
+__all__ = [
+    "categorical",
+    "categorical_logits",
+    "chunked_map",
+    "count_table",
+    "dirichlet_multinomial_log_evidence",
+    "log_dirichlet",
+    "log_rising_factorial",
+    "mh_accept",
+    "move_counts",
+    "propose_from_members",
+    "strided_blocks",
+    "uniform_index",
+]

@@ -1,0 +1,35 @@
+"""Integer count tables built from assignments, and exact delta updates.
+
+Counts are int32 so that scatter-adds are exact and order-independent (deterministic on GPU,
+where float scatter-adds with colliding indices are neither fast nor reproducible).
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+from jax import Array
+
+__all__ = ["count_table", "move_counts"]
+
+
+def count_table(shape: tuple[int, ...], *indices: Array, weights: Array | None = None) -> Array:
+    """int32 table of `shape` with ``table[indices] += weights`` (weights default to 1).
+
+    ``count_table((D, K), doc, z)`` is the doc-topic table n_dk; ``count_table((K,), z)`` is n_k.
+    """
+    ones = jnp.ones(indices[0].shape, jnp.int32) if weights is None else weights.astype(jnp.int32)
+    return jnp.zeros(shape, jnp.int32).at[indices].add(ones)
+
+
+def move_counts(table: Array, rows: Array | None, old: Array, new: Array, weight: Array) -> Array:
+    """Move `weight` units of count from column `old` to column `new` in row `rows` of `table`.
+
+    ``rows=None`` updates a 1-d table (topic totals). The removal and the addition go in ONE
+    scatter: two chained scatters on a loop-carried buffer make XLA copy the whole table each
+    iteration (measured: 10-30x slower sweeps on CPU). Moves with ``old == new`` cancel exactly.
+    """
+    cols = jnp.concatenate([old, new])
+    delta = jnp.concatenate([-weight, weight]).astype(table.dtype)
+    if rows is None:
+        return table.at[cols].add(delta)
+    return table.at[jnp.concatenate([rows, rows]), cols].add(delta)

@@ -1,0 +1,426 @@
+"""Tests for jaxtopics.corpus.Corpus: constructors, validation, views, subset, fingerprint."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from jaxtopics.corpus import ENGLISH_STOP_WORDS, Corpus, default_tokenizer, split_sentences
+from jaxtopics.errors import (
+    CorpusError,
+    EmptyDocumentError,
+    FormatError,
+    JaxTopicsError,
+    ParameterError,
+)
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def small() -> Corpus:
+    return Corpus.from_token_lists(
+        [["apple", "banana", "apple"], [], ["cherry", "banana"]],
+        labels=[0, 1, 0],
+        doc_names=["a", "b", "c"],
+    )
+
+
+# ------------------------------------------------------------------------------------------
+# from_arrays and validation
+
+
+def test_from_arrays_basic():
+    c = Corpus.from_arrays([0, 1, 2, 1], [0, 2, 2, 4], ["x", "y", "z"])
+    assert c.word_ids.dtype == np.int32 and c.doc_offsets.dtype == np.int64
+    assert (c.num_docs, c.num_tokens, c.num_words, len(c)) == (3, 4, 3, 3)
+    assert c.doc_lengths.tolist() == [2, 0, 2]
+    assert c.doc_index.dtype == np.int32 and c.doc_index.tolist() == [0, 0, 2, 2]
+    assert c.doc(2).tolist() == [2, 1]
+    assert c.words(0) == ["x", "y"]
+    assert c.words(1) == []
+    assert c.word_counts().tolist() == [1, 2, 1]
+    assert c.word_counts().dtype == np.int64
+    assert repr(c) == "Corpus(num_docs=3, num_tokens=4, num_words=3)"
+
+
+def test_integral_floats_accepted_nonintegral_rejected():
+    c = Corpus.from_arrays(np.array([0.0, 1.0]), [0, 2], ["x", "y"])
+    assert c.word_ids.tolist() == [0, 1]
+    with pytest.raises(CorpusError, match=r"word_ids\[1\] = 1.5 is not an integer"):
+        Corpus.from_arrays(np.array([0.0, 1.5]), [0, 2], ["x", "y"])
+    with pytest.raises(CorpusError, match=r"word_ids\[0\] = nan"):
+        Corpus.from_arrays(np.array([np.nan, 1.0]), [0, 2], ["x", "y"])
+    with pytest.raises(CorpusError, match="booleans"):
+        Corpus.from_arrays(np.array([True, False]), [0, 2], ["x", "y"])
+
+
+def test_errors_are_value_errors():
+    assert issubclass(CorpusError, JaxTopicsError) and issubclass(JaxTopicsError, ValueError)
+    assert issubclass(EmptyDocumentError, CorpusError) and issubclass(FormatError, CorpusError)
+    assert issubclass(ParameterError, JaxTopicsError)
+
+
+def test_empty_corpus_errors():
+    with pytest.raises(CorpusError, match="no documents"):
+        Corpus.from_arrays([], [0], [])
+    with pytest.raises(CorpusError, match="no documents"):
+        Corpus.from_token_lists([])
+    with pytest.raises(CorpusError, match="no documents"):
+        Corpus.from_texts([])
+    with pytest.raises(CorpusError, match="corpus has no tokens"):
+        Corpus.from_arrays([], [0, 0, 0], ["x"])
+    with pytest.raises(CorpusError, match="corpus has no tokens"):
+        Corpus.from_token_lists([[], []])
+
+
+def test_id_out_of_range_names_location():
+    with pytest.raises(
+        CorpusError, match=r"word id 3 at token 3 \(document 2, position 0\).*\[0, 3\)"
+    ):
+        Corpus.from_arrays([0, 1, 2, 3], [0, 2, 3, 4], ["x", "y", "z"])
+
+
+def test_negative_id_names_location():
+    with pytest.raises(CorpusError, match=r"word id -1 at token 1 \(document 0, position 1\)"):
+        Corpus.from_arrays([0, -1], [0, 2], ["x", "y"])
+
+
+def test_offsets_validation():
+    with pytest.raises(CorpusError, match=r"doc_offsets\[0\] must be 0"):
+        Corpus.from_arrays([0, 1], [1, 2], ["x", "y"])
+    with pytest.raises(CorpusError, match="decrease at document 1"):
+        Corpus.from_arrays([0, 1], [0, 2, 1, 2], ["x", "y"])
+    with pytest.raises(CorpusError, match=r"doc_offsets\[-1\] = 1 must equal .* 2"):
+        Corpus.from_arrays([0, 1], [0, 1], ["x", "y"])
+    with pytest.raises(CorpusError, match="1-D"):
+        Corpus.from_arrays([[0, 1]], [0, 2], ["x", "y"])
+
+
+def test_vocab_validation():
+    with pytest.raises(CorpusError, match=r"duplicate word 'x' at ids 0 and 2"):
+        Corpus.from_arrays([0, 1], [0, 2], ["x", "y", "x"])
+    with pytest.raises(CorpusError, match=r"vocab\[1\] must be a str"):
+        Corpus.from_arrays([0, 1], [0, 2], ["x", 3])
+
+
+def test_labels_and_names_validation():
+    with pytest.raises(CorpusError, match="labels has 1 entries for 2 documents"):
+        Corpus.from_arrays([0, 1], [0, 1, 2], ["x", "y"], labels=[0])
+    with pytest.raises(CorpusError, match="doc_names has 3 entries for 2 documents"):
+        Corpus.from_arrays([0, 1], [0, 1, 2], ["x", "y"], doc_names=["a", "b", "c"])
+    c = Corpus.from_arrays([0, 1], [0, 1, 2], ["x", "y"], labels=[3, 7], doc_names=["a", "b"])
+    assert c.labels.dtype == np.int64 and c.labels.tolist() == [3, 7]
+    assert c.doc_names == ("a", "b")
+
+
+def test_sentence_offsets_validation():
+    ok = Corpus.from_arrays([0, 1, 0, 1], [0, 3, 4], ["x", "y"], sentence_offsets=[0, 1, 3, 4])
+    assert ok.num_sentences == 3
+    with pytest.raises(CorpusError, match="document 1 starts at token 3"):
+        Corpus.from_arrays([0, 1, 0, 1], [0, 3, 4], ["x", "y"], sentence_offsets=[0, 1, 4])
+    with pytest.raises(CorpusError, match="increase strictly"):
+        Corpus.from_arrays([0, 1, 0, 1], [0, 3, 4], ["x", "y"], sentence_offsets=[0, 3, 3, 4])
+    with pytest.raises(CorpusError, match="end at the number of tokens 4"):
+        Corpus.from_arrays([0, 1, 0, 1], [0, 3, 4], ["x", "y"], sentence_offsets=[0, 3])
+
+
+def test_immutable():
+    c = small()
+    with pytest.raises(ValueError):
+        c.word_ids[0] = 1
+    with pytest.raises(ValueError):
+        c.doc_offsets[0] = 1
+    with pytest.raises(ValueError):
+        c.labels[0] = 5
+    with pytest.raises(ValueError):
+        c.doc(0)[0] = 1
+    with pytest.raises(ValueError):
+        c.doc_lengths[0] = 1
+    with pytest.raises(AttributeError):
+        c.vocab = ("q",)  # type: ignore[misc]
+
+
+def test_input_array_is_copied_not_frozen():
+    ids = np.array([0, 1, 1], dtype=np.int32)
+    c = Corpus.from_arrays(ids, [0, 3], ["x", "y"])
+    assert ids.flags.writeable  # the caller's array is left alone
+    ids[0] = 1
+    assert c.word_ids[0] == 0
+
+
+def test_empty_documents_kept_and_require_nonempty():
+    c = Corpus.from_token_lists([[], ["a"], [], [], ["b", "a"], []] + [[]] * 5)
+    assert c.num_docs == 11
+    with pytest.raises(
+        EmptyDocumentError, match=r"GSDMM cannot take empty documents: 9 of 11 .*0, 2, 3, 5, 6"
+    ):
+        c.require_nonempty_docs("GSDMM")
+    nonempty = c.subset(np.flatnonzero(c.doc_lengths > 0))
+    nonempty.require_nonempty_docs("GSDMM")
+    assert nonempty.num_docs == 2
+
+
+def test_doc_index_errors():
+    c = small()
+    with pytest.raises(IndexError, match="document 3 out of range"):
+        c.doc(3)
+    with pytest.raises(TypeError):
+        c.doc(1.0)  # type: ignore[arg-type]
+
+
+def test_fingerprint_stable_and_sensitive():
+    a = Corpus.from_arrays([0, 1, 2, 1], [0, 2, 4], ["x", "y", "z"])
+    b = Corpus.from_arrays([0, 1, 2, 1], [0, 2, 4], ["x", "y", "z"])
+    assert a.fingerprint() == b.fingerprint()
+    assert len(a.fingerprint()) == 64
+    assert Corpus.from_arrays([0, 1, 2, 2], [0, 2, 4], ["x", "y", "z"]).fingerprint() != (
+        a.fingerprint()
+    )
+    assert Corpus.from_arrays([0, 1, 2, 1], [0, 1, 4], ["x", "y", "z"]).fingerprint() != (
+        a.fingerprint()
+    )
+    assert Corpus.from_arrays([0, 1, 2, 1], [0, 2, 4], ["x", "y", "w"]).fingerprint() != (
+        a.fingerprint()
+    )
+
+
+def test_subset():
+    c = small()
+    s = c.subset([2, 0])
+    assert s.vocab == c.vocab
+    assert [s.words(0), s.words(1)] == [["cherry", "banana"], ["apple", "banana", "apple"]]
+    assert s.labels.tolist() == [0, 0] and s.doc_names == ("c", "a")
+    m = c.subset(np.array([False, True, True]))
+    assert m.doc_lengths.tolist() == [0, 2] and m.doc_names == ("b", "c")
+    with pytest.raises(CorpusError, match=r"doc_indices\[1\] = 5 is outside \[0, 3\)"):
+        c.subset([0, 5])
+    with pytest.raises(CorpusError, match="no documents"):
+        c.subset([])
+    with pytest.raises(CorpusError, match="no tokens"):
+        c.subset([1])
+
+
+def test_subset_keeps_sentences():
+    c = Corpus.from_token_lists(
+        [[["a", "b"], ["c"]], [], [["d"], ["e", "f"], ["a"]]], sentences=True
+    )
+    assert c.sentence_offsets.tolist() == [0, 2, 3, 4, 6, 7]
+    s = c.subset([2, 1, 0])
+    assert s.doc_offsets.tolist() == [0, 4, 4, 7]
+    assert s.sentence_offsets.tolist() == [0, 1, 3, 4, 6, 7]
+
+
+# ------------------------------------------------------------------------------------------
+# from_token_lists
+
+
+def test_from_token_lists_vocab_first_seen():
+    c = small()
+    assert c.vocab == ("apple", "banana", "cherry")
+    assert c.word_ids.tolist() == [0, 1, 0, 2, 1]
+    assert c.doc_offsets.tolist() == [0, 3, 3, 5]
+    assert c.sentence_offsets is None
+
+
+def test_from_token_lists_given_vocab_unknown():
+    with pytest.raises(
+        CorpusError, match=r"document 1, position 1: token 'kiwi' is not in the vocabulary"
+    ):
+        Corpus.from_token_lists([["a"], ["b", "kiwi"]], vocab=["a", "b"])
+    c = Corpus.from_token_lists([["a"], ["b", "kiwi"]], vocab=["a", "b", "c"], unknown="drop")
+    assert c.word_ids.tolist() == [0, 1] and c.num_words == 3
+    with pytest.raises(ParameterError, match="unknown"):
+        Corpus.from_token_lists([["a"]], unknown="ignore")  # type: ignore[arg-type]
+
+
+def test_from_token_lists_bad_tokens():
+    with pytest.raises(CorpusError, match=r"document 1, position 0: token must be a str"):
+        Corpus.from_token_lists([["a"], [3]])
+    with pytest.raises(CorpusError, match=r"document 0 is a single string"):
+        Corpus.from_token_lists(["hello world"])
+
+
+def test_from_token_lists_sentences_drops_empty_sentences():
+    c = Corpus.from_token_lists([[["a"], [], ["b", "c"]], [[]], [["a"]]], sentences=True)
+    assert c.num_docs == 3
+    assert c.doc_offsets.tolist() == [0, 3, 3, 4]
+    assert c.sentence_offsets.tolist() == [0, 1, 3, 4]
+
+
+# ------------------------------------------------------------------------------------------
+# from_texts
+
+
+def test_default_tokenizer_and_sentences():
+    assert default_tokenizer("Don't stop: covid19 2020 x_y A.") == [
+        "Don't", "stop", "covid19", "x_y", "A",
+    ]
+    assert split_sentences("One two. Three? Four!\nFive six") == [
+        "One two.", "Three?", "Four!", "Five six",
+    ]
+
+
+def test_from_texts_stop_words_and_min_length():
+    c = Corpus.from_texts(["The cat sat on the mat.", "A dog and the cat."])
+    assert "the" not in c.vocab and "and" not in c.vocab and "on" not in c.vocab
+    assert c.vocab[0] == "cat"  # most frequent first
+    assert c.vocab == ("cat", "dog", "mat", "sat")  # ties alphabetical
+    assert c.words(0) == ["cat", "sat", "mat"]
+    assert "the" in ENGLISH_STOP_WORDS and len(ENGLISH_STOP_WORDS) >= 250
+    kept = Corpus.from_texts(["The cat sat", "a cat"], stop_words=None, min_length=1)
+    assert set(kept.vocab) == {"the", "cat", "sat", "a"}
+    custom = Corpus.from_texts(["The cat sat", "a cat"], stop_words=["CAT"])
+    assert set(custom.vocab) == {"the", "sat"}
+
+
+def test_from_texts_df_pruning():
+    texts = ["alpha beta gamma", "alpha beta", "alpha delta", "alpha epsilon"]
+    c = Corpus.from_texts(texts, min_df=2)
+    assert set(c.vocab) == {"alpha", "beta"}
+    c = Corpus.from_texts(texts, max_df=0.5)
+    assert "alpha" not in c.vocab and "beta" in c.vocab
+    c = Corpus.from_texts(texts, max_df=1)
+    assert set(c.vocab) == {"gamma", "delta", "epsilon"}
+    c = Corpus.from_texts(texts, min_df=0.5, max_df=3)
+    assert c.vocab == ("beta",)
+    assert c.num_docs == 4 and c.doc_lengths.tolist() == [1, 1, 0, 0]  # empty docs kept
+    with pytest.raises(ParameterError, match="min_df"):
+        Corpus.from_texts(texts, min_df=1.5)
+    with pytest.raises(ParameterError, match="max_df"):
+        Corpus.from_texts(texts, max_df=-1)
+    with pytest.raises(CorpusError, match="no tokens left after filtering"):
+        Corpus.from_texts(texts, min_df=5)
+
+
+def test_from_texts_custom_tokenizer():
+    c = Corpus.from_texts(["Foo-bar baz_1 the", "x foo-bar"], tokenizer=str.split)
+    assert c.vocab == ("foo-bar", "baz_1")
+    c = Corpus.from_texts(["Foo-bar the"], tokenizer=str.split, lowercase=False, stop_words=None)
+    assert c.vocab == ("Foo-bar", "the")
+
+    def broken(text: str) -> list[str]:
+        raise RuntimeError("boom")
+
+    with pytest.raises(CorpusError, match="document 0: tokenizer raised RuntimeError"):
+        Corpus.from_texts(["x"], tokenizer=broken)
+
+
+def test_from_texts_sentences():
+    texts = ["Cats purr loudly. Dogs bark!\nThe end", "Nothing.", "Birds sing. Fish swim."]
+    c = Corpus.from_texts(texts, sentences=True)
+    assert c.num_docs == 3
+    assert c.doc_lengths.tolist() == [6, 0, 4]  # stop words "the", "nothing" dropped
+    assert c.sentence_offsets.tolist() == [0, 3, 5, 6, 8, 10]
+    assert c.words(0)[3:] == ["dogs", "bark", "end"]
+    d = Corpus.from_texts(["The. Cats purr.", "the"], sentences=True)
+    assert d.doc_lengths.tolist() == [2, 0]
+    assert d.sentence_offsets.tolist() == [0, 2]  # empty sentence and empty doc: no sentence
+
+
+def test_from_texts_non_str():
+    with pytest.raises(CorpusError, match=r"texts\[1\] must be a str, got int"):
+        Corpus.from_texts(["ok text", 5])  # type: ignore[list-item]
+    with pytest.raises(CorpusError, match="single string"):
+        Corpus.from_texts("just one string")
+    with pytest.raises(ParameterError, match="stop-word list"):
+        Corpus.from_texts(["x"], stop_words="klingon")  # type: ignore[arg-type]
+
+
+def test_from_texts_labels_names():
+    c = Corpus.from_texts(["cats purr", "dogs bark"], labels=[1, 0], doc_names=["a", "b"])
+    assert c.labels.tolist() == [1, 0] and c.doc_names == ("a", "b")
+
+
+# ------------------------------------------------------------------------------------------
+# from_bow
+
+
+def test_from_bow_basic():
+    c = Corpus.from_bow([[(0, 2), (3, 1)], [], [(1, 2.0), (0, np.int64(1))]])
+    assert c.vocab == ("0", "1", "2", "3")
+    assert c.word_ids.tolist() == [0, 0, 3, 1, 1, 0]
+    assert c.doc_offsets.tolist() == [0, 3, 3, 6]
+    c = Corpus.from_bow([[(0, 1)]], num_words=5)
+    assert c.num_words == 5
+    c = Corpus.from_bow([[(1, 1), (0, 0)]], vocab={0: "zero", 1: "one"})
+    assert c.vocab == ("zero", "one") and c.word_ids.tolist() == [1]
+    c = Corpus.from_bow(np.array([[[0, 1], [1, 2]]]), vocab=["a", "b"])
+    assert c.words(0) == ["a", "b", "b"]
+
+
+@pytest.mark.parametrize(
+    "docs, pattern",
+    [
+        ([[(0, 1)], [(1, 2.5)]], r"document 1, entry 0: count 2.5 for word id 1 is not an integer"),
+        ([[(0, 1), (1, -1)]], r"document 0, entry 1: negative count -1"),
+        ([[(0, float("nan"))]], r"document 0, entry 0: count nan"),
+        ([[(0, True)]], r"document 0, entry 0: count True"),
+        ([[(0, 1)], [(-2, 1)]], r"document 1, entry 0: negative word id -2"),
+        ([[(0.5, 1)]], r"document 0, entry 0: word id 0.5 is not an integer"),
+        ([[(0, 1, 2)]], r"document 0, entry 0: expected a \(word_id, count\) pair"),
+    ],
+)
+def test_from_bow_bad_entries(docs, pattern):
+    with pytest.raises(CorpusError, match=pattern):
+        Corpus.from_bow(docs)
+
+
+def test_from_bow_vocab_too_short():
+    with pytest.raises(
+        CorpusError, match=r"document 1, entry 1: word id 2 is outside the vocabulary \(size 2\)"
+    ):
+        Corpus.from_bow([[(0, 1)], [(1, 1), (2, 1)]], vocab=["a", "b"])
+    with pytest.raises(CorpusError, match=r"word id 3 is outside the num_words \(size 3\)"):
+        Corpus.from_bow([[(3, 1)]], num_words=3)
+    with pytest.raises(CorpusError, match="id 1 is missing"):
+        Corpus.from_bow([[(0, 1)]], vocab={0: "a", 2: "c"})
+    with pytest.raises(CorpusError, match="no tokens"):
+        Corpus.from_bow([[(0, 0)]])
+
+
+# ------------------------------------------------------------------------------------------
+# file constructors
+
+
+def test_from_ldac_and_text_files(tmp_path: Path):
+    (tmp_path / "c.ldac").write_text("2 0:2 2:1\n0\n1 1:3\n")
+    (tmp_path / "v.txt").write_text("x\ny\nz\n")
+    c = Corpus.from_ldac(tmp_path / "c.ldac", tmp_path / "v.txt")
+    assert c.num_docs == 3 and c.words(0) == ["x", "x", "z"] and c.doc_lengths[1] == 0
+    c = Corpus.from_ldac(tmp_path / "c.ldac")
+    assert c.vocab == ("0", "1", "2")
+    with pytest.raises(FormatError, match=r"c.ldac:1: word id 2 is outside the vocabulary of 2"):
+        Corpus.from_ldac(tmp_path / "c.ldac", ["x", "y"])
+
+    (tmp_path / "t.txt").write_text("Cats purr.\n\nDogs bark loudly\n", encoding="utf-8")
+    c = Corpus.from_text_file(tmp_path / "t.txt")
+    assert c.num_docs == 3 and c.doc_lengths.tolist() == [2, 0, 3]
+
+    lines = [{"text": "cats purr", "topic": "pets"}, {"text": "stocks fell", "topic": "money"},
+             {"text": "dogs bark", "topic": "pets"}]
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    c = Corpus.from_jsonl(tmp_path / "d.jsonl", label_key="topic")
+    assert c.labels.tolist() == [0, 1, 0]
+    c = Corpus.from_jsonl(tmp_path / "d.jsonl", min_length=5)
+    assert c.labels is None and c.vocab == ("stocks",)
+
+
+def test_real_reuters_corpus():
+    ldac, tokens = DATA / "reuters" / "reuters.ldac", DATA / "reuters" / "reuters.tokens"
+    if not ldac.exists() or not tokens.exists():
+        pytest.skip("shared Reuters data not found")
+    c = Corpus.from_ldac(ldac, tokens)
+    assert c.num_docs == 395 and c.num_words == 4258
+    assert c.fingerprint() == Corpus.from_ldac(ldac, tokens).fingerprint()
+
+
+def test_real_tweet_corpus():
+    path = DATA / "gsdmm" / "Tweet.jsonl"
+    if not path.exists():
+        pytest.skip("shared GSDMM data not found")
+    c = Corpus.from_jsonl(path, label_key="cluster", stop_words=None, min_length=1)
+    assert c.num_docs == 2472
+    assert len(np.unique(c.labels)) == 89
