@@ -1,9 +1,11 @@
 """Categorical sampling from unnormalised weights, without a [N, K] array and without cumsum.
 
-XLA:CPU lowers ``cumsum`` over the last axis to a windowed reduction that is 40-60x slower than a
-row sum, so inverse-CDF sampling here is two-level: K is split into G groups of S ~ sqrt(K)
-topics; prefix sums over the G group totals and then over the S members of the chosen group are
-small triangular matmuls.
+XLA:CPU lowers ``cumsum`` over the last axis to a windowed reduction 40-60x slower than a row
+sum, and even row sums run at a third of the speed of a matmul there. So inverse-CDF sampling is
+two-level and made of matmuls: K is split into G groups of S ~ sqrt(K) topics; one [rows, K] x
+[K, G] matmul gives the inclusive prefix sums over groups, and a [rows, S] x [S, S] matmul the
+prefix sums inside the chosen group (measured: 2x faster than reshape-and-sum at K=50 and 500).
+Matmuls run at HIGHEST precision so a GPU does not drop to TF32 in the prefix sums.
 """
 
 from __future__ import annotations
@@ -17,22 +19,19 @@ from jax import Array
 
 __all__ = ["categorical", "categorical_logits", "chunked_map", "log_dirichlet", "uniform_index"]
 
-
-def _upper_ones(n: int) -> Array:
-    return jnp.triu(jnp.ones((n, n), jnp.float32))
+_HIGHEST = jax.lax.Precision.HIGHEST
 
 
-def _pick(prefix: Array, target: Array, weights: Array) -> Array:
+def _pick(prefix: Array, target: Array, weight_of: Callable[[Array], Array], weights_for_argmax: Array) -> Array:
     """Index i with prefix[i-1] <= target < prefix[i]; never an entry of zero weight.
 
     Rounding can put `target` past the last prefix or onto a zero-weight entry (matmul prefix sums
     are not guaranteed monotone in the last bit); then fall back to the heaviest entry, an event of
     probability ~1e-7 that cannot select an impossible category.
     """
-    n = weights.shape[-1]
-    i = jnp.minimum(jnp.sum(prefix <= target[..., None], axis=-1), n - 1)
-    chosen = jnp.take_along_axis(weights, i[..., None], axis=-1)[..., 0]
-    return jnp.where(chosen > 0, i, jnp.argmax(weights, axis=-1))
+    n = prefix.shape[-1]
+    i = jnp.minimum(jnp.sum(prefix <= target[:, None], axis=-1, dtype=jnp.int32), n - 1)
+    return jnp.where(weight_of(i) > 0, i, jnp.argmax(weights_for_argmax, axis=-1).astype(jnp.int32))
 
 
 def categorical(u: Array, weights: Array) -> Array:
@@ -45,17 +44,22 @@ def categorical(u: Array, weights: Array) -> Array:
     w = weights.reshape(-1, k).astype(jnp.float32)
     u = u.reshape(-1)
     rows = w.shape[0]
-    s = max(1, math.isqrt(k - 1) + 1) if k > 1 else 1
+    s = math.isqrt(k - 1) + 1 if k > 1 else 1
     g = -(-k // s)
-    w = jnp.pad(w, ((0, 0), (0, g * s - k))).reshape(rows, g, s)
-    group = w.sum(-1)                                    # [rows, G] row sums: fast
-    group_prefix = group @ _upper_ones(g)                # inclusive prefix over groups
+    group_of = jnp.arange(k) // s
+    to_group_prefix = (group_of[:, None] <= jnp.arange(g)[None, :]).astype(jnp.float32)   # [K, G]
+    group_prefix = jnp.matmul(w, to_group_prefix, precision=_HIGHEST)                   # [rows, G]
+    group_before = jnp.pad(group_prefix[:, :-1], ((0, 0), (1, 0)))
+    group_weight = group_prefix - group_before
     target = u * group_prefix[:, -1]
-    gi = _pick(group_prefix, target, group)
-    before = (jnp.take_along_axis(group_prefix, gi[:, None], 1)
-              - jnp.take_along_axis(group, gi[:, None], 1))[:, 0]
-    inner = jnp.take_along_axis(w, gi[:, None, None], 1)[:, 0]      # [rows, S]
-    ii = _pick(inner @ _upper_ones(s), target - before, inner)
+    gi = _pick(group_prefix, target,
+               lambda i: jnp.take_along_axis(group_weight, i[:, None], 1)[:, 0], group_weight)
+    before = jnp.take_along_axis(group_before, gi[:, None], 1)[:, 0]
+    inner = jnp.take_along_axis(jnp.pad(w, ((0, 0), (0, g * s - k))).reshape(rows, g, s),
+                                gi[:, None, None], 1)[:, 0]                             # [rows, S]
+    inner_prefix = jnp.matmul(inner, jnp.triu(jnp.ones((s, s), jnp.float32)), precision=_HIGHEST)
+    ii = _pick(inner_prefix, target - before,
+               lambda i: jnp.take_along_axis(inner, i[:, None], 1)[:, 0], inner)
     return (gi * s + ii).astype(jnp.int32).reshape(batch)
 
 
