@@ -1,0 +1,138 @@
+"""The facade: fit/resume/save/load, reproducibility, read-outs, bad parameters."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jaxtopics as jt
+from jaxtopics.errors import CorpusError, FormatError, ParameterError
+
+
+def _same_state(a: jt.FittedModel, b: jt.FittedModel) -> None:
+    for x, y in zip(a.state, b.state):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+@pytest.mark.parametrize("sampler", ["parallel", "sequential", "uncollapsed"])
+def test_same_seed_is_bitwise_identical(small_corpus, sampler):
+    a = jt.LDA(4, sampler=sampler).fit(small_corpus, num_sweeps=12, seed=7, progress=False)
+    b = jt.LDA(4, sampler=sampler).fit(small_corpus, num_sweeps=12, seed=7, progress=False)
+    c = jt.LDA(4, sampler=sampler).fit(small_corpus, num_sweeps=12, seed=8, progress=False)
+    _same_state(a, b)
+    assert [p[:3] for p in a.trace] == [p[:3] for p in b.trace]      # all but wall time
+    assert not np.array_equal(a.assignments, c.assignments)
+
+
+@pytest.mark.parametrize("sampler", ["parallel", "sequential"])
+def test_resume_equals_uninterrupted(small_corpus, tmp_path, sampler):
+    straight = jt.LDA(4, sampler=sampler).fit(small_corpus, num_sweeps=25, seed=3, eval_every=5,
+                                             progress=False)
+    first = jt.LDA(4, sampler=sampler).fit(small_corpus, num_sweeps=10, seed=3, eval_every=5,
+                                          progress=False)
+    first.save(tmp_path / "m.jtm")
+    resumed = jt.load(tmp_path / "m.jtm").resume(small_corpus, num_sweeps=15, eval_every=5,
+                                                  progress=False)
+    _same_state(straight, resumed)
+    assert resumed.sweeps_done == 25
+    assert [p.sweep for p in resumed.trace] == [5, 10, 15, 20, 25]
+    assert [p.log_joint_per_token for p in resumed.trace] == [p.log_joint_per_token for p in straight.trace]
+    # in-memory resume is the same chain too, whatever the eval cadence
+    first.resume(small_corpus, num_sweeps=15, eval_every=7, progress=False)
+    _same_state(straight, first)
+
+
+def test_checkpoints_are_resumable(small_corpus, tmp_path):
+    path = tmp_path / "ckpt.jtm"
+    straight = jt.LDA(4).fit(small_corpus, num_sweeps=30, seed=5, progress=False)
+    jt.LDA(4).fit(small_corpus, num_sweeps=20, seed=5, progress=False, checkpoint_path=path,
+                  checkpoint_every=10)
+    saved = jt.load(path)
+    assert saved.sweeps_done == 20
+    saved.resume(small_corpus, num_sweeps=10, progress=False)
+    _same_state(straight, saved)
+    assert not list(tmp_path.glob("*.tmp*")), "a temporary file was left behind"
+
+
+def test_save_load_round_trip(small_corpus, tmp_path):
+    m = jt.LDA(4, alpha=0.2, beta=0.05).fit(small_corpus, num_sweeps=10, seed=1, progress=False)
+    m.save(tmp_path / "m.jtm")
+    r = jt.load(tmp_path / "m.jtm")
+    assert r.params == m.params and r.vocab == m.vocab and r.seed == 1 and r.sweeps_done == 10
+    np.testing.assert_array_equal(r.topic_word, m.topic_word)
+    np.testing.assert_array_equal(r.doc_topic, m.doc_topic)
+    np.testing.assert_array_equal(r.assignments, m.assignments)
+    assert r.top_words(5) == m.top_words(5)
+    assert r.trace == m.trace
+    assert r.log_joint_per_token() == pytest.approx(m.log_joint_per_token(), rel=1e-6)
+
+
+def test_resume_rejects_a_different_corpus(small_corpus, tmp_path, reuters):
+    m = jt.LDA(4).fit(small_corpus, num_sweeps=2, seed=0, progress=False)
+    m.save(tmp_path / "m.jtm")
+    with pytest.raises(CorpusError, match="not the one the model was fitted on"):
+        jt.load(tmp_path / "m.jtm").resume(reuters, num_sweeps=1)
+
+
+def test_load_rejects_other_files(tmp_path):
+    p = tmp_path / "x.npz"
+    np.savez(p, a=np.zeros(3))
+    with pytest.raises(FormatError):
+        jt.load(p)
+
+
+def test_readouts(small_corpus):
+    m = jt.LDA(4).fit(small_corpus, num_sweeps=20, seed=0, progress=False)
+    phi, theta = m.topic_word, m.doc_topic
+    assert phi.shape == (4, small_corpus.num_words) and theta.shape == (small_corpus.num_docs, 4)
+    np.testing.assert_allclose(phi.sum(1), 1, rtol=1e-5)
+    np.testing.assert_allclose(theta.sum(1), 1, rtol=1e-5)
+    z = m.assignments
+    assert z.shape == (small_corpus.num_tokens,) and z.min() >= 0 and z.max() < 4
+    top = m.top_words(3)
+    assert len(top) == 4 and all(len(t) == 3 for t in top)
+    assert all(p1 >= p2 for t in top for (_, p1), (_, p2) in zip(t, t[1:]))
+    assert m.top_words(2, topic=1) == [(w, p) for w, p in top[1][:2]]
+    s = m.summary()
+    assert "K=4" in s and "log joint per token" in s and top[0][0][0] in s
+    assert m.log_joint_per_token() == pytest.approx(m.trace[-1].log_joint_per_token, rel=1e-6)
+    assert [p.sweep for p in m.trace] == [10, 20]
+    theta_new = m.transform(small_corpus.subset([0, 1, 2]), num_sweeps=10)
+    assert theta_new.shape == (3, 4)
+    np.testing.assert_allclose(theta_new.sum(1), 1, rtol=1e-5)
+
+
+def test_empty_documents_are_kept(small_corpus):
+    corpus = jt.Corpus.from_token_lists([["a", "b", "a"], [], ["b", "c"]])
+    m = jt.LDA(2).fit(corpus, num_sweeps=3, seed=0, progress=False)
+    theta = m.doc_topic
+    assert theta.shape == (3, 2)
+    np.testing.assert_allclose(theta[1], 0.5)          # the prior mean for an empty document
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"num_topics": 0}, "num_topics"),
+    ({"num_topics": 2.5}, "num_topics"),
+    ({"alpha": 0.0}, "alpha"),
+    ({"beta": -1.0}, "beta"),
+    ({"alpha": float("nan")}, "alpha"),
+    ({"sampler": "gibbs"}, "sampler"),
+    ({"num_blocks": 0}, "num_blocks"),
+    ({"mh_steps": -1}, "mh_steps"),
+])
+def test_bad_parameters(kwargs, match):
+    args = {"num_topics": 3, **kwargs}
+    with pytest.raises(ParameterError, match=match):
+        jt.LDA(**args)
+
+
+def test_bad_fit_arguments(small_corpus):
+    with pytest.raises(ParameterError, match="num_sweeps"):
+        jt.LDA(3).fit(small_corpus, num_sweeps=-1)
+    with pytest.raises(ParameterError, match="seed"):
+        jt.LDA(3).fit(small_corpus, num_sweeps=1, seed="x")
+    with pytest.raises(CorpusError, match="Corpus"):
+        jt.LDA(3).fit([["a", "b"]], num_sweeps=1)
+    m = jt.LDA(3).fit(small_corpus, num_sweeps=1, progress=False)
+    with pytest.raises(ParameterError, match="topic"):
+        m.top_words(3, topic=7)
