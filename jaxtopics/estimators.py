@@ -245,16 +245,26 @@ class LDA(_Estimator):
     """Latent Dirichlet allocation by collapsed Gibbs sampling.
 
     ``LDA(num_topics=20, alpha=0.1, beta=0.01, sampler="parallel")``; samplers: "parallel"
-    (blocked, O(1) MH moves per token: the fast default), "sequential" (exact collapsed Gibbs),
-    "uncollapsed" (exact blocked Gibbs over theta, phi, z). See ``jaxtopics.models.lda``.
+    (blocked collapsed sweep, the fast default: exact conditional draws for K <= 128, O(1)
+    Metropolis-Hastings moves above; see ``mh_steps``), "sequential" (exact collapsed Gibbs,
+    token by token), "uncollapsed" (exact blocked Gibbs over theta, phi, z).
+    See ``jaxtopics.models.lda`` for the kernels and their equations.
     """
 
     name = "lda"
     module = lda
 
     def __init__(self, num_topics: int = 20, alpha: float = 0.1, beta: float = 0.01,
-                 sampler: str = "parallel", *, num_blocks: int = 64, mh_steps: int = 2,
-                 chunk_size: int = 4096):
+                 sampler: str = "parallel", *, num_blocks: int = 128, mh_steps: int | None = None,
+                 chunk_size: int = 4096, init: str = "random"):
         self.params = lda.check_params(lda.Params(
-            num_topics=num_topics, alpha=float(alpha), beta=float(beta), sampler=sampler,
-            num_blocks=num_blocks, mh_steps=mh_steps, chunk_size=chunk_size))
+            num_topics=num_topics, alpha=_number(alpha, "alpha"), beta=_number(beta, "beta"),
+            sampler=sampler, num_blocks=num_blocks, mh_steps=mh_steps, chunk_size=chunk_size,
+            init=init))
+
+
+def _number(x: Any, name: str) -> float:
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{name} must be a number, got {x!r}") from None

@@ -14,7 +14,8 @@ Kernels (``Params.sampler``):
   counts: ``mh_steps`` cycles of Metropolis-Hastings with a document proposal (n_dk + alpha) and a
   word proposal (n_kw + beta), both drawn in O(1) from the topics of random member tokens
   (WarpLDA-style, ``ops.mh``), so a sweep costs O(N), not O(N K). ``mh_steps=0`` instead draws
-  exactly from (1) with the block-start counts, O(K) per token.
+  exactly from (1) with the block-start counts, O(K) per token; the default (None) picks exact
+  draws for K <= 128 and 2 MH cycles above.
 - ``"uncollapsed"``: exact blocked Gibbs (seed 003): phi_k | z ~ Dir(beta + n_k.),
   theta_d | z ~ Dir(alpha + n_d.), then every z_i | theta, phi ∝ theta_dk phi_kw in parallel.
 
@@ -53,15 +54,26 @@ __all__ = [
 ]
 
 SAMPLERS = ("parallel", "sequential", "uncollapsed")
-INITS = ("incremental", "random")
+INITS = ("random", "incremental")
+AUTO_EXACT_MAX_TOPICS = 128
+
+
+def resolved_mh_steps(params: "Params") -> int:
+    """MH cycles the parallel kernel runs (resolves mh_steps=None by K, see Params)."""
+    if params.mh_steps is not None:
+        return params.mh_steps
+    return 0 if params.num_topics <= AUTO_EXACT_MAX_TOPICS else 2
 
 
 class Params(NamedTuple):
     """LDA hyper-parameters and kernel settings (hashable: a static argument under jit).
 
     num_topics: K. alpha: symmetric doc-topic Dirichlet. beta: symmetric topic-word Dirichlet.
-    sampler: "parallel" | "sequential" | "uncollapsed". num_blocks: blocks per parallel sweep.
-    mh_steps: MH cycles (doc + word proposal) per token per parallel sweep; 0 = exact draw from (1).
+    sampler: "parallel" | "sequential" | "uncollapsed". num_blocks: blocks per parallel sweep
+    (the staleness of a parallel sweep is ~1/num_blocks of the corpus).
+    mh_steps: MH cycles (doc + word proposal) per token per parallel sweep; 0 = exact draw from
+    (1), O(K) per token; None = auto: exact for K <= 128 (as fast as MH there, and it mixes
+    better per sweep), 2 MH cycles above (O(1) per token: 3x faster than exact at K=500).
     chunk_size: tokens per chunk wherever a [tokens, K] working array is needed.
     init: "incremental" (each block drawn from (1) given the blocks before it, as the first
     sweep of Griffiths & Steyvers / tomotopy's initialisation) or "random" (uniform topics).
@@ -71,10 +83,10 @@ class Params(NamedTuple):
     alpha: float = 0.1
     beta: float = 0.01
     sampler: str = "parallel"
-    num_blocks: int = 64
-    mh_steps: int = 2
+    num_blocks: int = 128
+    mh_steps: int | None = None
     chunk_size: int = 4096
-    init: str = "incremental"
+    init: str = "random"
 
 
 class Data(NamedTuple):
@@ -128,7 +140,9 @@ def check_params(params: Params) -> Params:
         raise ParameterError(f"init must be one of {INITS}, got {params.init!r}")
     for name, low in (("num_blocks", 1), ("mh_steps", 0), ("chunk_size", 1)):
         v = getattr(params, name)
-        if not isinstance(v, (int, np.integer)) or v < low:
+        if name == "mh_steps" and v is None:
+            continue
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < low:
             raise ParameterError(f"{name} must be an integer >= {low}, got {v!r}")
     return params
 
@@ -257,7 +271,8 @@ def _mh_block_draw(key: Array, pos: Array, doc: Array, word: Array, old: Array, 
     """
     a, b, k = params.alpha, params.beta, params.num_topics
     vb = v * b
-    u = jax.random.uniform(key, (params.mh_steps, 4) + doc.shape)
+    steps = resolved_mh_steps(params)
+    u = jax.random.uniform(key, (steps, 4) + doc.shape)
     doc_start, doc_len = data.doc_start[doc], data.doc_len[doc]
     word_start, word_len = data.word_start[word], data.word_len[word]
     doc_skip, word_skip = pos - doc_start, data.word_rank[pos]
@@ -270,7 +285,7 @@ def _mh_block_draw(key: Array, pos: Array, doc: Array, word: Array, old: Array, 
 
     s = old
     fd_s, fw_s, fn_s = factors(s)
-    for step in range(params.mh_steps):
+    for step in range(steps):
         for kind in (0, 1):
             if kind == 0:   # topic of another random token of the same document
                 t = propose_from_members(u[step, 0], doc_start, doc_len, None, state.z, a, k,
@@ -299,7 +314,7 @@ def _parallel_sweep(key: Array, state: State, data: Data, params: Params) -> tup
         pos, valid, b = xs
         bkey = jax.random.fold_in(key, b)
         doc, word, old = data.doc[pos], data.word[pos], st.z[pos]
-        if params.mh_steps == 0:
+        if resolved_mh_steps(params) == 0:
             u = jax.random.uniform(bkey, pos.shape)
             new = chunked_map(lambda c: _dense_block_draw(*c, st, params, v),
                               (u, doc, word, old), params.chunk_size)

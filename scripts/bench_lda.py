@@ -1,0 +1,404 @@
+#!/usr/bin/env python
+"""Throughput benchmark: jaxtopics LDA samplers against tomotopy, in one run.
+
+One synthetic LDA corpus is drawn (default: D=5000 docs, V=10000 words, mean length 200, so
+N ~ 1M tokens, planted with K_true=50 topics) and saved to a temporary file. Then, for every K in
+--ks, every engine runs in its OWN subprocess (this script re-invoking itself with the hidden
+``--one ENGINE,K,SCALE`` flag), so that the peak resident memory (``ru_maxrss``) of each engine
+is measured on its own. In each subprocess:
+
+* jaxtopics: ``lda.prepare`` / ``lda.init``, one jitted ``fori_loop`` of ``--sweeps`` sweeps
+  (state donated) is compiled, run once as warm-up (sweeps 1..S), then timed on sweeps S+1..2S
+  with ``block_until_ready``; the log joint per token (``lda.log_joint / N``) is read after 2S.
+* tomotopy: ``LDAModel(k=K, alpha, eta, seed)`` with the same documents (string tokens),
+  ``train(S, workers=w)`` as warm-up, then ``train(S, workers=w)`` timed; ``ll_per_word`` after
+  2S. Hyper-parameter optimisation is switched off (``optim_interval = 0``) so that both engines
+  sample the same fixed-alpha model and their log joints are comparable.
+
+Finally a scaling check: jaxtopics "parallel" at the first K on the corpus and on the corpus
+repeated twice (2N tokens, same per-token statistics; ``--scaling half``: on its first half of
+the documents instead, cheaper for huge corpora); the time ratio should be ~ the token ratio.
+
+Results go to a markdown table (and --json OUT). Timings are wall-clock on whatever device JAX
+picks (set JAX_PLATFORMS=cpu to force the CPU).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import importlib.util
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+# engine name -> (kind, settings)
+JAX_ENGINES = {
+    "parallel": dict(sampler="parallel"),                    # MH, --mh-steps cycles
+    "parallel-exact": dict(sampler="parallel", mh_steps=0),  # exact draw from block-start counts
+    "sequential": dict(sampler="sequential"),
+    "uncollapsed": dict(sampler="uncollapsed"),
+}
+TOMOTOPY_ENGINES = {"tomotopy-1w": 1, "tomotopy-2w": 2}
+REFERENCE = "tomotopy-2w"
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _maxrss_mb() -> float:
+    """Peak resident set size of this process so far, in MiB (ru_maxrss is KiB on Linux)."""
+    r = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return r / 1024.0 if sys.platform != "darwin" else r / 2**20
+
+
+def _proc_status_mb(field: str) -> float | None:
+    """A memory line of /proc/self/status (VmRSS, VmHWM) in MiB; None where unavailable."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return None
+
+
+def _reset_peak_rss() -> bool:
+    """Reset the kernel's RSS high-water mark (VmHWM) of this process (Linux >= 4.0)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--docs", type=int, default=5000, help="documents D")
+    ap.add_argument("--words", type=int, default=10000, help="vocabulary size V")
+    ap.add_argument("--doc-length", type=float, default=200, help="mean document length")
+    ap.add_argument("--true-topics", type=int, default=50, help="K used to generate the corpus")
+    ap.add_argument("--ks", default="50,500", help="comma-separated K to fit")
+    ap.add_argument("--sweeps", type=int, default=10,
+                    help="timed sweeps (the same number of warm-up sweeps runs first)")
+    ap.add_argument("--samplers", default="parallel",
+                    help=f"comma-separated jaxtopics engines from {sorted(JAX_ENGINES)}")
+    ap.add_argument("--alpha", type=float, default=0.1)
+    ap.add_argument("--beta", type=float, default=0.01)
+    ap.add_argument("--num-blocks", type=int, default=None, help="default: lda.Params default")
+    ap.add_argument("--mh-steps", type=int, default=None, help="default: auto (exact for K <= 128, else 2)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--skip-tomotopy", action="store_true", help="do not run tomotopy")
+    ap.add_argument("--skip-scaling", action="store_true", help="do not run the scaling check")
+    ap.add_argument("--scaling", choices=("double", "half"), default="double",
+                    help="scaling check against the corpus repeated twice (2N) or against its "
+                         "first half of the documents (N/2, cheaper on huge corpora)")
+    ap.add_argument("--child-timeout", type=float, default=1800,
+                    help="seconds allowed to each engine subprocess")
+    ap.add_argument("--json", metavar="OUT", help="write all results to this JSON file")
+    # hidden: run one engine in this process and print one RESULT line
+    ap.add_argument("--one", help=argparse.SUPPRESS)
+    ap.add_argument("--corpus-file", help=argparse.SUPPRESS)
+    return ap.parse_args(argv)
+
+
+# ---------------------------------------------------------------------------------------------
+# corpus
+
+
+def build_corpus(args):
+    from jaxtopics.datasets import synthetic_lda
+    return synthetic_lda(num_docs=args.docs, num_words=args.words, num_topics=args.true_topics,
+                         mean_doc_length=args.doc_length, alpha=args.alpha, beta=args.beta,
+                         seed=args.seed).corpus
+
+
+def load_corpus(path: str, scale: str):
+    """The saved corpus; scale "2": repeated twice (2N tokens, same statistics); "half": its
+    first half of the documents (~N/2 tokens)."""
+    from jaxtopics.corpus import Corpus
+    with np.load(path) as f:
+        word_ids, offsets, v = f["word_ids"], f["doc_offsets"], int(f["num_words"])
+    if scale == "2":
+        n = int(offsets[-1])
+        word_ids = np.tile(word_ids, 2)
+        offsets = np.concatenate([offsets, offsets[1:] + n])
+    elif scale == "half":
+        d = (len(offsets) - 1) // 2
+        offsets = offsets[:d + 1]
+        word_ids = word_ids[:offsets[-1]]
+    elif scale != "1":
+        raise ValueError(f"unknown corpus scale {scale!r}")
+    width = max(5, len(str(v - 1)))
+    vocab = tuple(f"w{i:0{width}d}" for i in range(v))
+    return Corpus.from_arrays(word_ids, offsets, vocab)
+
+
+# ---------------------------------------------------------------------------------------------
+# one engine (child process)
+
+
+def run_jaxtopics(engine: str, k: int, corpus, args) -> dict:
+    import jax
+    import jax.numpy as jnp
+    from jaxtopics.models import lda
+
+    settings = {k: v for k, v in dict(num_blocks=args.num_blocks, mh_steps=args.mh_steps).items() if v is not None}
+    settings.update(JAX_ENGINES[engine])
+    p = lda.Params(num_topics=k, alpha=args.alpha, beta=args.beta, **settings)
+    n_tok = corpus.num_tokens
+    s = args.sweeps
+
+    t = time.perf_counter()
+    data = lda.prepare(corpus, p)
+    state = lda.init(jax.random.key(args.seed), data, p)
+    jax.block_until_ready((data, state))
+    prepare_s = time.perf_counter() - t
+    sweep_key = jax.random.key(args.seed + 1)
+
+    def _run(state, data, t0):
+        body = lambda i, st: lda.sweep(jax.random.fold_in(sweep_key, i), st, data, p)[0]
+        return jax.lax.fori_loop(t0, t0 + s, body, state)
+
+    run = jax.jit(_run, donate_argnums=0)
+    t = time.perf_counter()
+    compiled = run.lower(state, data, jnp.int32(0)).compile()
+    compile_s = time.perf_counter() - t
+    t = time.perf_counter()
+    state = jax.block_until_ready(compiled(state, data, jnp.int32(0)))
+    warm_s = time.perf_counter() - t
+    t = time.perf_counter()
+    state = jax.block_until_ready(compiled(state, data, jnp.int32(s)))
+    timed_s = time.perf_counter() - t
+    ll = float(jax.jit(lda.log_joint, static_argnums=2)(state, data, p)) / n_tok
+
+    dev = jax.devices()[0]
+    dev_peak = None
+    try:
+        stats = dev.memory_stats()
+        if stats and "peak_bytes_in_use" in stats:
+            dev_peak = stats["peak_bytes_in_use"] / 2**20
+    except Exception:  # noqa: BLE001 - CPU backends may not implement memory_stats
+        pass
+    label = {"parallel": f"jaxtopics parallel (mh={lda.resolved_mh_steps(p)})",
+             "parallel-exact": "jaxtopics parallel-exact"}.get(engine, f"jaxtopics {engine}")
+    init_kind = getattr(p, "init", None)  # Params.init exists in newer jaxtopics
+    if init_kind is not None:
+        label += f" [init {init_kind}]"
+    return dict(label=label, prepare_s=prepare_s, compile_s=compile_s,
+                warmup_s=compile_s + warm_s, timed_s=timed_s, ll_per_token=ll, init=init_kind,
+                device_peak_mb=dev_peak, device=str(dev))
+
+
+def run_tomotopy(engine: str, k: int, corpus, args) -> dict:
+    import tomotopy as tp
+
+    workers = TOMOTOPY_ENGINES[engine]
+    t = time.perf_counter()
+    mdl = tp.LDAModel(k=k, alpha=args.alpha, eta=args.beta, seed=args.seed)
+    mdl.optim_interval = 0  # fixed alpha, as in jaxtopics
+    vocab = np.asarray(corpus.vocab, dtype=object)
+    tokens = vocab[corpus.word_ids]
+    off = corpus.doc_offsets
+    for d in range(corpus.num_docs):
+        mdl.add_doc(tokens[off[d]:off[d + 1]].tolist())
+    del tokens
+    prepare_s = time.perf_counter() - t
+    t = time.perf_counter()
+    mdl.train(args.sweeps, workers=workers)
+    warm_s = time.perf_counter() - t
+    t = time.perf_counter()
+    mdl.train(args.sweeps, workers=workers)
+    timed_s = time.perf_counter() - t
+    if mdl.num_words != corpus.num_tokens:
+        _log(f"  warning: tomotopy holds {mdl.num_words} tokens, corpus has {corpus.num_tokens}")
+    return dict(label=f"tomotopy {tp.__version__} ({workers} worker{'s' if workers > 1 else ''})",
+                prepare_s=prepare_s, compile_s=None, warmup_s=warm_s, timed_s=timed_s,
+                ll_per_token=float(mdl.ll_per_word), device_peak_mb=None, device="cpu")
+
+
+def child_main(args) -> None:
+    engine, k, scale = args.one.split(",")
+    k = int(k)
+    corpus = load_corpus(args.corpus_file, scale)
+    if engine in JAX_ENGINES:
+        import jax  # noqa: F401 - imported before the baseline so it is not charged to the engine
+        import jaxtopics.models.lda  # noqa: F401
+        jax.devices()  # initialise the backend before the baseline
+    # Baseline: the RSS now (corpus loaded, jax initialised). The engine's own peak is the
+    # high-water mark reset here (VmHWM), so that earlier transient peaks (imports, corpus
+    # validation) do not hide it; where /proc is unavailable, fall back to ru_maxrss.
+    baseline = _proc_status_mb("VmRSS")
+    reset = baseline is not None and _reset_peak_rss()
+    if not reset:
+        baseline = _maxrss_mb()
+    fn = run_jaxtopics if engine in JAX_ENGINES else run_tomotopy
+    res = fn(engine, k, corpus, args)
+    peak = _maxrss_mb()
+    engine_peak = _proc_status_mb("VmHWM") if reset else peak
+    res.update(engine=engine, k=k, scale=scale, num_tokens=corpus.num_tokens,
+               sweeps=args.sweeps, tokens_per_s=corpus.num_tokens * args.sweeps / res["timed_s"],
+               rss_baseline_mb=baseline, rss_peak_mb=peak, rss_engine_peak_mb=engine_peak,
+               rss_delta_mb=engine_peak - baseline)
+    print("RESULT " + json.dumps(res), flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# driver (parent process)
+
+
+def run_child(args, corpus_file: str, engine: str, k: int, scale: str = "1") -> dict:
+    cmd = [sys.executable, os.path.abspath(__file__), *sys.argv[1:],
+           "--one", f"{engine},{k},{scale}", "--corpus-file", corpus_file]
+    _log(f"-> {engine} K={k}" + ("" if scale == "1" else f" (corpus scale {scale})"))
+    t = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, timeout=args.child_timeout)
+    except subprocess.TimeoutExpired:
+        _log(f"   timed out after {args.child_timeout:.0f} s")
+        return dict(engine=engine, k=k, scale=scale, error="timeout")
+    wall = time.perf_counter() - t
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            res = json.loads(line[len("RESULT "):])
+            res["child_wall_s"] = wall
+            _log(f"   {res['tokens_per_s'] / 1e6:.2f} M tokens/s, ll/token {res['ll_per_token']:.4f}, "
+                 f"peak RSS {res['rss_peak_mb']:.0f} MiB ({wall:.1f} s in all)")
+            return res
+    sys.stderr.write(proc.stdout)
+    _log(f"   FAILED (exit code {proc.returncode})")
+    return dict(engine=engine, k=k, scale=scale, error=f"exit {proc.returncode}")
+
+
+def _fmt(x, spec: str, none: str = "-") -> str:
+    return none if x is None else format(x, spec)
+
+
+def print_table(results: list[dict]) -> None:
+    ref = {r["k"]: r["tokens_per_s"] for r in results
+           if r.get("engine") == REFERENCE and "error" not in r and r["scale"] == "1"}
+    print("| engine | K | tokens/s (M) | vs tomotopy 2w | s/sweep | warm-up s (compile) "
+          "| log joint/token @2S | peak RSS MiB (Δ) | device peak MiB |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in results:
+        if r.get("scale", "1") != "1":
+            continue
+        if "error" in r:
+            print(f"| {r['engine']} | {r['k']} | {r['error']} | | | | | | |")
+            continue
+        ratio = r["tokens_per_s"] / ref[r["k"]] if r["k"] in ref else None
+        print(f"| {r['label']} | {r['k']} | {r['tokens_per_s'] / 1e6:.2f} | "
+              f"{_fmt(ratio, '.2f')}{'' if ratio is None else 'x'} | {r['timed_s'] / r['sweeps']:.3f} | "
+              f"{r['warmup_s']:.1f} ({_fmt(r['compile_s'], '.1f')}) | {r['ll_per_token']:.4f} | "
+              f"{r['rss_peak_mb']:.0f} ({r['rss_delta_mb']:+.0f}) | "
+              f"{_fmt(r['device_peak_mb'], '.0f')} |")
+
+
+def main() -> None:
+    args = parse_args()
+    if args.one:
+        child_main(args)
+        return
+    t_start = time.perf_counter()
+    import jax
+
+    ks = [int(x) for x in args.ks.split(",") if x]
+    samplers = [x for x in args.samplers.split(",") if x]
+    bad = [x for x in samplers if x not in JAX_ENGINES]
+    if bad:
+        sys.exit(f"unknown --samplers {bad}; choose from {sorted(JAX_ENGINES)}")
+    engines = list(samplers)
+    tp_version = None
+    if args.skip_tomotopy:
+        print("tomotopy: skipped (--skip-tomotopy)")
+    elif importlib.util.find_spec("tomotopy") is None:
+        print("tomotopy: not installed, skipped")
+    else:
+        import tomotopy
+        tp_version = tomotopy.__version__
+        engines += list(TOMOTOPY_ENGINES)
+
+    print(f"# LDA benchmark, {_dt.datetime.now().isoformat(timespec='seconds')}")
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    print(f"jax {jax.__version__}, devices {jax.devices()}, host {platform.node()} "
+          f"({os.cpu_count()} CPUs, load avg {_fmt(load and load[0], '.2f')}), "
+          f"python {platform.python_version()}, tomotopy {tp_version}")
+
+    t = time.perf_counter()
+    corpus = build_corpus(args)
+    gen_s = time.perf_counter() - t
+    n = corpus.num_tokens
+    print(f"corpus: synthetic LDA, D={corpus.num_docs} V={corpus.num_words} N={n} "
+          f"(K_true={args.true_topics}, built in {gen_s:.1f} s); alpha={args.alpha} "
+          f"beta={args.beta}; {args.sweeps} warm-up + {args.sweeps} timed sweeps; "
+          f"parallel: num_blocks={args.num_blocks} mh_steps={args.mh_steps}", flush=True)
+
+    results: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="bench_lda_") as tmp:
+        corpus_file = os.path.join(tmp, "corpus.npz")
+        np.savez(corpus_file, word_ids=corpus.word_ids, doc_offsets=corpus.doc_offsets,
+                 num_words=corpus.num_words)
+        del corpus
+        for k in ks:
+            for engine in engines:
+                results.append(run_child(args, corpus_file, engine, k))
+        scaling = None
+        if not args.skip_scaling and ks:
+            base = next((r for r in results if r.get("engine") == "parallel"
+                         and r["k"] == ks[0] and "error" not in r), None)
+            if base is None:  # "parallel" not among --samplers: run it for the check
+                base = run_child(args, corpus_file, "parallel", ks[0])
+                results.append(base)
+            other = run_child(args, corpus_file, "parallel", ks[0],
+                              scale="2" if args.scaling == "double" else "half")
+            results.append(other)
+            if "error" not in base and "error" not in other:
+                small, big = (base, other) if args.scaling == "double" else (other, base)
+                scaling = dict(k=ks[0], n=small["num_tokens"], n2=big["num_tokens"],
+                               t=small["timed_s"], t2=big["timed_s"],
+                               ratio=big["timed_s"] / small["timed_s"],
+                               ideal=big["num_tokens"] / small["num_tokens"],
+                               rss=small["rss_delta_mb"], rss2=big["rss_delta_mb"],
+                               dev=small["device_peak_mb"], dev2=big["device_peak_mb"])
+
+    print()
+    print_table(results)
+    print()
+    print("tokens/s = N x timed sweeps / wall time of sweeps S+1..2S (block_until_ready); "
+          "warm-up = compile + sweeps 1..S (tomotopy: first train()); peak RSS = ru_maxrss of the "
+          "engine's own subprocess (whole life, incl. imports), Δ = the engine's own peak (VmHWM "
+          "reset after loading the corpus and jax) minus the RSS at that point.")
+    if scaling:
+        print(f"\nscaling check (jaxtopics parallel, K={scaling['k']}): {scaling['n']} tokens -> "
+              f"{scaling['t']:.2f} s, {scaling['n2']} tokens -> {scaling['t2']:.2f} s for "
+              f"{args.sweeps} sweeps; time ratio {scaling['ratio']:.2f} (ideal, the token "
+              f"ratio: {scaling['ideal']:.2f}); Δ RSS {scaling['rss']:.0f} -> "
+              f"{scaling['rss2']:.0f} MiB; device peak {_fmt(scaling['dev'], '.0f')} -> "
+              f"{_fmt(scaling['dev2'], '.0f')} MiB")
+    total = time.perf_counter() - t_start
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    print(f"\ntotal wall time {total:.0f} s (load avg now {_fmt(load and load[0], '.2f')}; "
+          f"other processes on the CPUs skew the timings)")
+    if args.json:
+        meta = dict(date=_dt.datetime.now().isoformat(timespec="seconds"),
+                    jax=jax.__version__, devices=[str(d) for d in jax.devices()],
+                    tomotopy=tp_version, cpus=os.cpu_count(), args=vars(args), num_tokens=n,
+                    corpus_build_s=gen_s, total_s=total)
+        with open(args.json, "w") as f:
+            json.dump(dict(meta=meta, results=results, scaling=scaling), f, indent=1)
+        print(f"results written to {args.json}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# GPU check for jaxtopics: device info, the test suite, and the LDA throughput benchmark on a
+# 100M-token synthetic corpus (K=100 and K=1024, jaxtopics only unless tomotopy is installed and
+# GPU_CHECK_TOMOTOPY=1). Sized to finish in under 8 minutes on one GPU.
+#
+#   bash scripts/gpu_check.sh                     # on the GPU machine
+#   GPU_CHECK_SMALL=1 bash scripts/gpu_check.sh   # tiny sizes: dry run of the logic on a CPU
+#
+# Environment:
+#   OUT                  folder for the logs and the benchmark JSON (created; optional)
+#   PYTHON               interpreter (default: python)
+#   GPU_CHECK_SMALL=1    tiny benchmark sizes, runs without a GPU
+#   GPU_CHECK_SKIP_TESTS=1   skip pytest
+#   GPU_CHECK_TOMOTOPY=1 also time tomotopy (CPU) in the benchmark (slow at 100M tokens)
+#   TEST_TIMEOUT, BENCH_TIMEOUT, CHILD_TIMEOUT   seconds (defaults 180, 270, 150: < 8 min in all)
+#   BENCH_ARGS           replaces the benchmark size arguments
+# Exit status: 0 if every stage passed, else 1 (all stages run regardless).
+
+set -u -o pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+REPO=$(pwd)
+PY=${PYTHON:-python}
+SMALL=${GPU_CHECK_SMALL:-0}
+TEST_TIMEOUT=${TEST_TIMEOUT:-180}
+BENCH_TIMEOUT=${BENCH_TIMEOUT:-270}
+CHILD_TIMEOUT=${CHILD_TIMEOUT:-150}
+LOG_DIR=${OUT:-}
+export PYTHONUNBUFFERED=1
+
+if [ -n "$LOG_DIR" ]; then
+    mkdir -p "$LOG_DIR" || { echo "cannot create OUT=$LOG_DIR" >&2; exit 1; }
+fi
+
+T_START=$(date +%s)
+FAILED=()
+SUMMARY=()
+
+header() {
+    echo
+    echo "=================================================================="
+    echo "== $*   [$(date '+%H:%M:%S'), +$(( $(date +%s) - T_START )) s]"
+    echo "=================================================================="
+}
+
+# run_stage NAME CMD...: run CMD, tee its output into $OUT/NAME.log when OUT is set, record
+# the exit status and the elapsed time.
+run_stage() {
+    local name=$1; shift
+    local t0 rc
+    t0=$(date +%s)
+    local shown
+    shown=$(printf '%s ' "$@" | tr '\n' ' ' | cut -c1-150)
+    header "$name: $shown"
+    if [ -n "$LOG_DIR" ]; then
+        "$@" 2>&1 | tee "$LOG_DIR/$name.log"
+        rc=${PIPESTATUS[0]}
+    else
+        "$@" 2>&1
+        rc=$?
+    fi
+    local dt=$(( $(date +%s) - t0 ))
+    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+        echo "!! $name: TIMED OUT (exit $rc) after ${dt} s"
+        FAILED+=("$name")
+        SUMMARY+=("$name: TIMEOUT after ${dt} s")
+    elif [ "$rc" -ne 0 ]; then
+        echo "!! $name: FAILED (exit $rc) after ${dt} s"
+        FAILED+=("$name")
+        SUMMARY+=("$name: FAILED (exit $rc) in ${dt} s")
+    else
+        SUMMARY+=("$name: ok in ${dt} s")
+    fi
+    return 0
+}
+
+header "jaxtopics GPU check on $(hostname) (repo $REPO, small=$SMALL, OUT=${LOG_DIR:-unset})"
+
+# ---- 1. hardware --------------------------------------------------------------------------
+if command -v nvidia-smi >/dev/null 2>&1; then
+    run_stage nvidia_smi nvidia-smi
+else
+    header "nvidia_smi"
+    echo "nvidia-smi not found"
+    SUMMARY+=("nvidia_smi: not found")
+fi
+
+# ---- 2. jax and its devices ---------------------------------------------------------------
+run_stage jax_info "$PY" -c '
+import sys, jax, jaxlib
+print("python", sys.version.split()[0], "| jax", jax.__version__, "| jaxlib", jaxlib.__version__)
+print("default backend:", jax.default_backend())
+for d in jax.devices():
+    print(" ", d, "|", getattr(d, "device_kind", "?"))
+    try:
+        s = d.memory_stats() or {}
+        if "bytes_limit" in s:
+            print("    memory limit %.1f GiB" % (s["bytes_limit"] / 2**30))
+    except Exception as e:
+        print("    memory_stats unavailable:", e)
+try:
+    import tomotopy
+    print("tomotopy", tomotopy.__version__)
+except ImportError:
+    print("tomotopy not installed")
+'
+BACKEND=$("$PY" -c 'import jax; print(jax.default_backend())' 2>/dev/null || echo "unknown")
+echo "backend: $BACKEND"
+
+# ---- 3. tests -------------------------------------------------------------------------------
+if [ "${GPU_CHECK_SKIP_TESTS:-0}" = "1" ]; then
+    header "pytest: skipped (GPU_CHECK_SKIP_TESTS=1)"
+    SUMMARY+=("pytest: skipped")
+else
+    run_stage pytest timeout -k 10 "$TEST_TIMEOUT" "$PY" -m pytest -q -x --durations=15 tests
+fi
+
+# ---- 4. benchmark ---------------------------------------------------------------------------
+if [ "$SMALL" = "1" ]; then
+    DEFAULT_BENCH="--docs 300 --words 1000 --doc-length 50 --ks 10,20 --sweeps 2 --scaling half"
+else
+    # 500k docs x 200 tokens = 100M tokens. Host-side costs dominate the budget (corpus draw
+    # ~40 s, lda.prepare's argsort ~25 s per engine), hence the scaling check against N/2.
+    DEFAULT_BENCH="--docs 500000 --words 50000 --doc-length 200 --ks 100,1024 --sweeps 10 --scaling half"
+fi
+BENCH=${BENCH_ARGS:-$DEFAULT_BENCH}
+TOMO_FLAG="--skip-tomotopy"
+if [ "${GPU_CHECK_TOMOTOPY:-0}" = "1" ] || [ "$SMALL" = "1" ]; then
+    TOMO_FLAG=""  # the bench skips tomotopy by itself when it is not installed
+fi
+JSON_FLAG=()
+if [ -n "$LOG_DIR" ]; then
+    JSON_FLAG=(--json "$LOG_DIR/bench_lda.json")
+fi
+
+if [ "$SMALL" != "1" ] && [ "$BACKEND" != "gpu" ] && [ "$BACKEND" != "cuda" ]; then
+    header "bench_lda: SKIPPED"
+    echo "!! jax backend is '$BACKEND', not gpu: the 100M-token benchmark would not finish on a CPU."
+    echo "!! (GPU_CHECK_SMALL=1 runs it at tiny sizes)"
+    FAILED+=("bench_lda")
+    SUMMARY+=("bench_lda: skipped, no GPU")
+else
+    # shellcheck disable=SC2086  # BENCH and TOMO_FLAG are word lists on purpose
+    run_stage bench_lda timeout -k 10 "$BENCH_TIMEOUT" "$PY" scripts/bench_lda.py $BENCH \
+        $TOMO_FLAG --child-timeout "$CHILD_TIMEOUT" "${JSON_FLAG[@]}"
+fi
+
+# ---- summary --------------------------------------------------------------------------------
+header "summary (total $(( $(date +%s) - T_START )) s)"
+for line in "${SUMMARY[@]}"; do echo "  $line"; done
+if [ -n "$LOG_DIR" ]; then
+    printf '%s\n' "${SUMMARY[@]}" > "$LOG_DIR/summary.txt"
+    echo "logs in $LOG_DIR"
+fi
+if [ "${#FAILED[@]}" -gt 0 ]; then
+    echo "FAILED stages: ${FAILED[*]}"
+    exit 1
+fi
+echo "all stages passed"
+exit 0
