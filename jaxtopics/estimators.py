@@ -245,8 +245,8 @@ class LDA(_Estimator):
     """Latent Dirichlet allocation by collapsed Gibbs sampling.
 
     ``LDA(num_topics=20, alpha=0.1, beta=0.01, sampler="parallel")``; samplers: "parallel"
-    (blocked collapsed sweep, the fast default: exact conditional draws for K <= 128, O(1)
-    Metropolis-Hastings moves above; see ``mh_steps``), "sequential" (exact collapsed Gibbs,
+    (blocked collapsed sweep, the fast default; ``mh_steps=2`` swaps its O(K) exact draws for O(1)
+    Metropolis-Hastings moves, for very large K), "sequential" (exact collapsed Gibbs,
     token by token), "uncollapsed" (exact blocked Gibbs over theta, phi, z).
     See ``jaxtopics.models.lda`` for the kernels and their equations.
     """
@@ -255,7 +255,7 @@ class LDA(_Estimator):
     module = lda
 
     def __init__(self, num_topics: int = 20, alpha: float = 0.1, beta: float = 0.01,
-                 sampler: str = "parallel", *, num_blocks: int = 128, mh_steps: int | None = None,
+                 sampler: str = "parallel", *, num_blocks: int = 128, mh_steps: int = 0,
                  chunk_size: int = 4096, init: str = "random"):
         self.params = lda.check_params(lda.Params(
             num_topics=num_topics, alpha=_number(alpha, "alpha"), beta=_number(beta, "beta"),

@@ -28,7 +28,7 @@ REFERENCE_EXACT = -7.841
 SAMPLER_SETTINGS = {
     "sequential": dict(sampler="sequential"),
     "parallel": dict(sampler="parallel"),
-    "parallel-exact": dict(sampler="parallel", mh_steps=0),
+    "parallel-mh": dict(sampler="parallel", mh_steps=2),
     "uncollapsed": dict(sampler="uncollapsed"),
 }
 
@@ -47,7 +47,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                     help=f"comma-separated, from {list(SAMPLER_SETTINGS)}; the first is the "
                          "reference of the gap column (use sequential)")
     ap.add_argument("--num-blocks", type=int, default=None, help="default: lda.Params default")
-    ap.add_argument("--mh-steps", type=int, default=None, help="default: auto (exact for K <= 128, else 2)")
+    ap.add_argument("--mh-steps", type=int, default=None, help="default: lda.Params default (0 = exact draws)")
     ap.add_argument("--tolerance", type=float, default=0.25, help="allowed |gap| in percent")
     ap.add_argument("--vmap", choices=("auto", "all", "none"), default="auto",
                     help="batch the seeds with jax.vmap; auto = all samplers but sequential "
@@ -109,7 +109,7 @@ def run_jaxtopics(name: str, corpus, args, seeds: list[int], checkpoints: list[i
         print(f"  {name}: sweep {c}: " + ", ".join(f"{x:.4f}" for x in lls[:, j])
               + f"  ({times[-1]:.1f} s)", file=sys.stderr, flush=True)
         prev = c
-    label = f"jaxtopics {name}" + (f" (mh={lda.resolved_mh_steps(p)})" if name == "parallel" else "")
+    label = f"jaxtopics {name}" + (f" (mh={p.mh_steps})" if name == "parallel" else "")
     if getattr(p, "init", None) is not None:  # Params.init exists in newer jaxtopics
         label += f" init={p.init}"
     return dict(name=name, label=label + ("" if use_vmap else " [looped]"), lls=lls,

@@ -11,11 +11,10 @@ Kernels (``Params.sampler``):
   blocks (``ops.strided_blocks``), so a block rarely holds two tokens of one document; the blocks
   are visited in turn, all tokens of a block move at once against the counts at the block's start,
   and the counts are refreshed exactly between blocks. Each token's move targets (1) with those
-  counts: ``mh_steps`` cycles of Metropolis-Hastings with a document proposal (n_dk + alpha) and a
-  word proposal (n_kw + beta), both drawn in O(1) from the topics of random member tokens
-  (WarpLDA-style, ``ops.mh``), so a sweep costs O(N), not O(N K). ``mh_steps=0`` instead draws
-  exactly from (1) with the block-start counts, O(K) per token; the default (None) picks exact
-  draws for K <= 128 and 2 MH cycles above.
+  counts: by default (``mh_steps=0``) an exact draw, O(K) per token — per sweep this matches
+  exact Gibbs; with ``mh_steps > 0``, that many Metropolis-Hastings cycles of a document proposal
+  (n_dk + alpha) and a word proposal (n_kw + beta), both drawn in O(1) from the topics of random
+  member tokens (WarpLDA/LightLDA-style, ``ops.mh``), so a sweep costs O(N), not O(N K).
 - ``"uncollapsed"``: exact blocked Gibbs (seed 003): phi_k | z ~ Dir(beta + n_k.),
   theta_d | z ~ Dir(alpha + n_d.), then every z_i | theta, phi ∝ theta_dk phi_kw in parallel.
 
@@ -55,14 +54,6 @@ __all__ = [
 
 SAMPLERS = ("parallel", "sequential", "uncollapsed")
 INITS = ("random", "incremental")
-AUTO_EXACT_MAX_TOPICS = 128
-
-
-def resolved_mh_steps(params: "Params") -> int:
-    """MH cycles the parallel kernel runs (resolves mh_steps=None by K, see Params)."""
-    if params.mh_steps is not None:
-        return params.mh_steps
-    return 0 if params.num_topics <= AUTO_EXACT_MAX_TOPICS else 2
 
 
 class Params(NamedTuple):
@@ -71,9 +62,9 @@ class Params(NamedTuple):
     num_topics: K. alpha: symmetric doc-topic Dirichlet. beta: symmetric topic-word Dirichlet.
     sampler: "parallel" | "sequential" | "uncollapsed". num_blocks: blocks per parallel sweep
     (the staleness of a parallel sweep is ~1/num_blocks of the corpus).
-    mh_steps: MH cycles (doc + word proposal) per token per parallel sweep; 0 = exact draw from
-    (1), O(K) per token; None = auto: exact for K <= 128 (as fast as MH there, and it mixes
-    better per sweep), 2 MH cycles above (O(1) per token: 3x faster than exact at K=500).
+    mh_steps: 0 (default) = each token of a block draws exactly from (1), O(K) per token: per
+    sweep this matches exact Gibbs. > 0 = that many MH cycles (doc + word proposal) per token,
+    O(1) per token: ~2x the tokens/s at K=500 on CPU but slower mixing per sweep; for very large K.
     chunk_size: tokens per chunk wherever a [tokens, K] working array is needed.
     init: "incremental" (each block drawn from (1) given the blocks before it, as the first
     sweep of Griffiths & Steyvers / tomotopy's initialisation) or "random" (uniform topics).
@@ -84,7 +75,7 @@ class Params(NamedTuple):
     beta: float = 0.01
     sampler: str = "parallel"
     num_blocks: int = 128
-    mh_steps: int | None = None
+    mh_steps: int = 0
     chunk_size: int = 4096
     init: str = "random"
 
@@ -140,8 +131,6 @@ def check_params(params: Params) -> Params:
         raise ParameterError(f"init must be one of {INITS}, got {params.init!r}")
     for name, low in (("num_blocks", 1), ("mh_steps", 0), ("chunk_size", 1)):
         v = getattr(params, name)
-        if name == "mh_steps" and v is None:
-            continue
         if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < low:
             raise ParameterError(f"{name} must be an integer >= {low}, got {v!r}")
     return params
@@ -271,7 +260,7 @@ def _mh_block_draw(key: Array, pos: Array, doc: Array, word: Array, old: Array, 
     """
     a, b, k = params.alpha, params.beta, params.num_topics
     vb = v * b
-    steps = resolved_mh_steps(params)
+    steps = params.mh_steps
     u = jax.random.uniform(key, (steps, 4) + doc.shape)
     doc_start, doc_len = data.doc_start[doc], data.doc_len[doc]
     word_start, word_len = data.word_start[word], data.word_len[word]
@@ -314,7 +303,7 @@ def _parallel_sweep(key: Array, state: State, data: Data, params: Params) -> tup
         pos, valid, b = xs
         bkey = jax.random.fold_in(key, b)
         doc, word, old = data.doc[pos], data.word[pos], st.z[pos]
-        if resolved_mh_steps(params) == 0:
+        if params.mh_steps == 0:
             u = jax.random.uniform(bkey, pos.shape)
             new = chunked_map(lambda c: _dense_block_draw(*c, st, params, v),
                               (u, doc, word, old), params.chunk_size)
