@@ -136,3 +136,18 @@ def test_bad_fit_arguments(small_corpus):
     m = jt.LDA(3).fit(small_corpus, num_sweeps=1, progress=False)
     with pytest.raises(ParameterError, match="topic"):
         m.top_words(3, topic=7)
+
+
+def test_transform_recovers_the_fitted_document_topics():
+    """Fold-in of the training documents with the fitted topics gives back (nearly) their theta."""
+    from jaxtopics.datasets import synthetic_lda
+
+    corpus = synthetic_lda(num_docs=80, num_words=120, num_topics=4, mean_doc_length=60,
+                           alpha=0.1, beta=0.05, seed=3).corpus
+    m = jt.LDA(4, alpha=0.1, beta=0.05).fit(corpus, num_sweeps=100, seed=0, progress=False)
+    folded = m.transform(corpus, num_sweeps=40, seed=1)
+    agree = np.mean(folded.argmax(1) == m.doc_topic.argmax(1))
+    assert agree >= 0.9, agree
+    assert np.abs(folded - m.doc_topic).mean() < 0.1
+    with pytest.raises(ParameterError, match="num_sweeps"):
+        m.transform(corpus, num_sweeps=0)

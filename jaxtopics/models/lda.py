@@ -379,11 +379,13 @@ def fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps
     """
     n, d, v = _sizes(new_data)
     k = params.num_topics
+    if num_sweeps < 1:
+        raise ParameterError(f"fold_in: num_sweeps must be >= 1, got {num_sweeps}")
     if new_data.word.shape[0] > 1 and int(jnp.max(new_data.word)) >= state.word_topic.shape[0]:
         raise ParameterError("fold_in: new documents use word ids outside the fitted vocabulary")
     phi_vk = estimate(state, params)["phi"].T                               # [V, K]
-    z0 = jax.random.randint(jax.random.fold_in(key, 0), (n,), 0, k)
-    ndk = count_table((d, k), new_data.doc[:n], z0)
+    z0 = jnp.append(jax.random.randint(jax.random.fold_in(key, 0), (n,), 0, k), 0)   # slot N: dummy
+    ndk = count_table((d, k), new_data.doc[:n], z0[:n])
 
     def one_sweep(carry, t):
         z, ndk, acc = carry
@@ -397,12 +399,12 @@ def fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps
 
             def draw(c):
                 uc, dc, wc, oc = c
-                rows = ndk[dc].at[jnp.arange(dc.shape[0]), oc].add(-1).astype(jnp.float32)
-                return categorical(uc, (rows + params.alpha) * phi_vk[wc])
+                own = jax.nn.one_hot(oc, k, dtype=jnp.int32)
+                return categorical(uc, ((ndk[dc] - own) + params.alpha) * phi_vk[wc])
 
             new = chunked_map(draw, (u, doc, word, old), params.chunk_size)
-            zz = jnp.append(z, 0).at[pos].set(jnp.where(valid, new, 0))[:-1]
-            return (zz, move_counts(ndk, doc, old, new, valid.astype(jnp.int32))), None
+            z = z.at[pos].set(jnp.where(valid, new, 0))
+            return (z, move_counts(ndk, doc, old, new, valid.astype(jnp.int32))), None
 
         (z, ndk), _ = jax.lax.scan(block, (z, ndk), (new_data.blocks, new_data.valid,
                                                       jnp.arange(new_data.blocks.shape[0])))
