@@ -521,7 +521,8 @@ def _shared_root(root: str | os.PathLike[str] | None) -> Path:
     if env:
         return Path(env)
     repo = Path(__file__).resolve().parent.parent
-    candidates = [repo.parent / "shared" / "data", Path.cwd() / "shared" / "data"]
+    candidates = [repo.parent / "shared" / "data", Path.cwd().parent / "shared" / "data",
+                  Path.cwd() / "shared" / "data"]
     for c in candidates:
         if c.is_dir():
             return c
@@ -532,7 +533,7 @@ def load_shared(name: str, root: str | os.PathLike[str] | None = None) -> Corpus
     """Load one of the project's real corpora (see :data:`SHARED_DATASETS`).
 
     ``root`` is the data folder; by default ``$JAXTOPICS_SHARED_DATA``, else the first that
-    exists of ``<repo>/../shared/data`` and ``./shared/data``. The short-text sets (``tweet``,
+    exists of ``<repo>/../shared/data``, ``../shared/data`` and ``./shared/data``. The short-text sets (``tweet``,
     ``news-t``) come pre-processed, so they are split on whitespace with no stop words and
     ``min_length=1``; their gold clusters become ``labels``.
     """

@@ -142,9 +142,10 @@ class FittedModel:
         _check_sweeps(num_sweeps, eval_every, checkpoint_every)
         _, chain_key = chain_keys(self.seed)
 
+        def keep(state, done, trace):   # the input buffers are donated: always hold the latest
+            self._state, self.sweeps_done, self.trace = state, done, old_trace + trace
+
         def save_checkpoint(state, done, trace):
-            self._state, self.sweeps_done = state, done
-            self.trace = old_trace + trace
             self.save(checkpoint_path)
 
         old_trace = list(self.trace)
@@ -153,9 +154,7 @@ class FittedModel:
             start=self.sweeps_done, num_sweeps=num_sweeps, num_tokens=self.num_tokens,
             eval_every=eval_every, progress=progress,
             checkpoint_every=checkpoint_every if checkpoint_path else None,
-            on_checkpoint=save_checkpoint)
-        self._state = state
-        self.sweeps_done += num_sweeps
+            on_checkpoint=save_checkpoint, on_chunk=keep)
         self.trace = old_trace + trace
         return self
 

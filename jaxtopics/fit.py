@@ -64,12 +64,15 @@ def run_sweeps(model: ModuleType, params: Any, data: Any, state: Any, chain_key:
                start: int, num_sweeps: int, num_tokens: int, eval_every: int = 10,
                progress: bool | None = None, checkpoint_every: int | None = None,
                on_checkpoint: Callable[[Any, int, list[TracePoint]], None] | None = None,
+               on_chunk: Callable[[Any, int, list[TracePoint]], None] | None = None,
                ) -> tuple[Any, list[TracePoint]]:
     """Run sweeps start..start+num_sweeps-1; evaluate every `eval_every` sweeps (and at the end).
 
     `state` is donated (do not reuse the argument). `progress=None` shows a tqdm bar only when
     stderr is a terminal. `on_checkpoint(state, sweeps_done, trace)` is called every
-    `checkpoint_every` sweeps. Returns (state, trace).
+    `checkpoint_every` sweeps; `on_chunk(state, sweeps_done, trace)` after every jitted chunk (so a
+    caller interrupted by Ctrl-C still holds a valid state: the argument buffer was donated).
+    Returns (state, trace).
     """
     stop = start + num_sweeps
     bar = None
@@ -87,6 +90,8 @@ def run_sweeps(model: ModuleType, params: Any, data: Any, state: Any, chain_key:
             if (eval_every and point % eval_every == 0) or point == stop:
                 trace.append(TracePoint(point, float(lj) / max(num_tokens, 1),
                                         int(changed) / max(num_tokens, 1), time.perf_counter() - t0))
+            if on_chunk is not None:
+                on_chunk(state, done, trace)
             if checkpoint_every and on_checkpoint and point % checkpoint_every == 0:
                 on_checkpoint(state, point, trace)
             if bar is not None:
