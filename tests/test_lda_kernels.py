@@ -160,7 +160,9 @@ CASES = {
     "K2N7": dict(docs=[[0, 0, 1, 2], [1, 1, 2]], k=2, alpha=0.3, beta=0.2, chains=100_000),
     "K3N5": dict(docs=[[0, 1, 0], [2, 1]], k=3, alpha=0.3, beta=0.2, chains=200_000),
 }
-UNCOLLAPSED_CHAINS = 40_000
+# K2N7 runs enough uncollapsed chains for the TV bound to reach 0.02 (the issue's bar); K3N5's
+# 243 states would need ~160k (a minute of gamma draws), so there the derived bound applies.
+UNCOLLAPSED_CHAINS = {"K2N7": 84_000, "K3N5": 40_000}
 # Sweeps per chain from a uniform random init. Exact systematic-scan Gibbs is within TV 1e-8 of
 # the posterior after 25 (K2N7) / 15 (K3N5) sweeps (test_enumeration_sweeps_suffice computes it).
 # Computed offline from transition matrices: an exact MH-within-Gibbs with the same doc/word
@@ -202,7 +204,7 @@ def _chains(case: str, kernel: str, num_chains: int | None = None):
     params = lda.Params(e.k, alpha=e.alpha, beta=e.beta, **KERNELS[kernel])
     data = lda.prepare(e.corpus, params)
     if num_chains is None:
-        num_chains = UNCOLLAPSED_CHAINS if kernel == "uncollapsed" else c["chains"]
+        num_chains = UNCOLLAPSED_CHAINS[case] if kernel == "uncollapsed" else c["chains"]
     seed = 1000 * list(CASES).index(case) + list(KERNELS).index(kernel)
     k_init, k_run = jax.random.split(jax.random.key(seed))
     init_keys = jax.random.split(k_init, num_chains)
@@ -270,7 +272,7 @@ def test_enumeration_matches_exact_posterior(case: str, kernel: str) -> None:
     tv = _tv(counts / n, post)
     bound = _tv_bound(post, n, FAMILY_ALPHA / 2)
     p_chi2 = _pooled_chisquare_p(counts, post)
-    if kernel != "uncollapsed":
+    if kernel != "uncollapsed" or case == "K2N7":
         assert bound <= 0.02, "test design: too few chains for TV resolution 0.02"
     assert tv < bound and p_chi2 > FAMILY_ALPHA / 2, (
         f"{kernel} on {case}: TV={tv:.4f} (bound {bound:.4f}), chi-square p={p_chi2:.3g}, "
