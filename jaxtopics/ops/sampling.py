@@ -55,8 +55,8 @@ def categorical(u: Array, weights: Array) -> Array:
     gi = _pick(group_prefix, target,
                lambda i: jnp.take_along_axis(group_weight, i[:, None], 1)[:, 0], group_weight)
     before = jnp.take_along_axis(group_before, gi[:, None], 1)[:, 0]
-    inner = jnp.take_along_axis(jnp.pad(w, ((0, 0), (0, g * s - k))).reshape(rows, g, s),
-                                gi[:, None, None], 1)[:, 0]                             # [rows, S]
+    cols = gi[:, None] * s + jnp.arange(s)[None, :]                                     # [rows, S]
+    inner = jnp.where(cols < k, jnp.take_along_axis(w, jnp.minimum(cols, k - 1), 1), 0.0)
     inner_prefix = jnp.matmul(inner, jnp.triu(jnp.ones((s, s), jnp.float32)), precision=_HIGHEST)
     ii = _pick(inner_prefix, target - before,
                lambda i: jnp.take_along_axis(inner, i[:, None], 1)[:, 0], inner)
