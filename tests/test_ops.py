@@ -508,3 +508,12 @@ def test_log_dirichlet_tiny_concentration_finite() -> None:
     lp = np.asarray(log_dirichlet(jax.random.key(1), conc))
     assert np.isfinite(lp).all()
     np.testing.assert_allclose(special.logsumexp(lp.astype(np.float64), axis=1), 0.0, atol=1e-5)
+
+
+def test_table_cells_reads_elementwise() -> None:
+    from jaxtopics.ops import table_cells
+
+    table = jnp.arange(20, dtype=jnp.int32).reshape(4, 5)
+    rows = jnp.array([0, 3, 2, 3], jnp.int32)
+    cols = jnp.array([4, 0, 2, 4], jnp.int32)
+    np.testing.assert_array_equal(np.asarray(table_cells(table, rows, cols)), [4, 15, 12, 19])

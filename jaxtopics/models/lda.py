@@ -44,6 +44,7 @@ from ..ops import (
     move_counts,
     propose_from_members,
     strided_blocks,
+    table_cells,
 )
 
 __all__ = [
@@ -249,13 +250,6 @@ def _dense_block_draw(u: Array, doc: Array, word: Array, old: Array, state: Stat
     return categorical(u, weights)
 
 
-def _cell(table: Array, rows: Array, cols: Array) -> Array:
-    """table[rows, cols] through the flat view (a 1-d gather is cheaper on XLA:CPU)."""
-    if table.size >= 2**31:
-        return table[rows, cols]
-    return table.reshape(-1)[rows * table.shape[1] + cols]
-
-
 def _mh_block_draw(key: Array, pos: Array, doc: Array, word: Array, old: Array, state: State,
                    data: Data, params: Params, v: int) -> Array:
     """`mh_steps` cycles of doc- and word-proposal MH per token targeting (1), O(1) per token.
@@ -276,7 +270,8 @@ def _mh_block_draw(key: Array, pos: Array, doc: Array, word: Array, old: Array, 
     def factors(t):
         """(n_dt^-i + alpha, n_tw^-i + beta, n_t^-i + V beta) from the block-start counts."""
         own = (t == old).astype(jnp.float32)
-        return (_cell(state.doc_topic, doc, t) - own + a, _cell(state.word_topic, word, t) - own + b,
+        return (table_cells(state.doc_topic, doc, t) - own + a,
+                table_cells(state.word_topic, word, t) - own + b,
                 state.topic[t] - own + vb)
 
     s = old

@@ -1,6 +1,6 @@
 """Model-agnostic JAX primitives shared by every sampler (no model names in here)."""
 
-from .counts import count_table, move_counts
+from .counts import count_table, move_counts, table_cells
 from .mh import mh_accept, propose_from_members
 from .polya import dirichlet_multinomial_log_evidence, log_rising_factorial
 from .sampling import categorical, categorical_logits, chunked_map, log_dirichlet, uniform_index
@@ -18,5 +18,6 @@ __all__ = [
     "move_counts",
     "propose_from_members",
     "strided_blocks",
+    "table_cells",
     "uniform_index",
 ]
