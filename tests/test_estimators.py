@@ -151,3 +151,24 @@ def test_transform_recovers_the_fitted_document_topics():
     assert np.abs(folded - m.doc_topic).mean() < 0.1
     with pytest.raises(ParameterError, match="num_sweeps"):
         m.transform(corpus, num_sweeps=0)
+
+
+def test_incremental_init_is_consistent_and_better_than_uniform(small_corpus):
+    """init="incremental" draws each block from the conditional given earlier blocks: its counts
+    match its z, and its log joint beats a uniform init's (that is what it is for)."""
+    import jax
+
+    from jaxtopics.models import lda
+
+    logs = {}
+    for init in ("random", "incremental"):
+        p = lda.Params(num_topics=4, init=init, num_blocks=16)
+        data = lda.prepare(small_corpus, p)
+        state = lda.init(jax.random.key(0), data, p)
+        recount = lda.state_from_assignments(lda.assignments(state), data, p)
+        for a, b in zip(state, recount):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+        logs[init] = float(lda.log_joint(state, data, p))
+    assert logs["incremental"] > logs["random"]
+    with pytest.raises(ParameterError, match="init"):
+        jt.LDA(3, init="kmeans")
