@@ -57,7 +57,8 @@ def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) 
     elapsed = time.perf_counter() - t0
     print("\nlog-likelihood trace (log p(w, z) per token):")
     for p in model.trace:
-        print(f"  sweep {p.sweep:6d}  {p.log_joint_per_token:9.4f}   changed {p.changed_fraction:6.1%}   {p.seconds:7.1f}s")
+        print(f"  sweep {p.sweep:6d}  {p.log_joint_per_token:9.4f}   "
+              f"changed {p.changed_fraction:6.1%}   {p.seconds:7.1f}s")
     # throughput excludes the first chunk, which includes compilation
     if len(model.trace) >= 2:
         first, last = model.trace[0], model.trace[-1]

@@ -533,8 +533,8 @@ def load_shared(name: str, root: str | os.PathLike[str] | None = None) -> Corpus
     """Load one of the project's real corpora (see :data:`SHARED_DATASETS`).
 
     ``root`` is the data folder; by default ``$JAXTOPICS_SHARED_DATA``, else the first that
-    exists of ``<repo>/../shared/data``, ``../shared/data`` and ``./shared/data``. The short-text sets (``tweet``,
-    ``news-t``) come pre-processed, so they are split on whitespace with no stop words and
+    exists of ``<repo>/../shared/data``, ``../shared/data`` and ``./shared/data``. The short-text
+    sets (``tweet``, ``news-t``) come pre-processed, so they are split on whitespace with no stop words and
     ``min_length=1``; their gold clusters become ``labels``.
     """
     if name not in SHARED_DATASETS:

@@ -90,7 +90,8 @@ class FittedModel:
             return float(lj) / self.num_tokens
         return self.trace[-1].log_joint_per_token if self.trace else float("nan")
 
-    def top_words(self, n: int = 10, topic: int | None = None) -> list[list[tuple[str, float]]] | list[tuple[str, float]]:
+    def top_words(self, n: int = 10, topic: int | None = None
+                  ) -> list[list[tuple[str, float]]] | list[tuple[str, float]]:
         """The n most probable words of each topic as (word, p) pairs (or of one `topic`)."""
         phi = self.topic_word
         topics = range(phi.shape[0]) if topic is None else [topic]
@@ -161,7 +162,8 @@ class FittedModel:
     def transform(self, corpus: Corpus, num_sweeps: int = 50, seed: int = 0) -> np.ndarray:
         """theta [D_new, K] for unseen documents (fold-in with the topics held fixed)."""
         if corpus.num_words > len(self.vocab):
-            raise CorpusError(f"transform: corpus has {corpus.num_words} words, model vocabulary {len(self.vocab)}")
+            raise CorpusError(f"transform: corpus has {corpus.num_words} words, "
+                              f"model vocabulary {len(self.vocab)}")
         data = self._module.prepare(corpus, self.params)
         return np.asarray(self._module.fold_in(jax.random.key(seed), self._state, data,
                                                self.params, num_sweeps))
@@ -200,7 +202,8 @@ def _check_sweeps(num_sweeps: int, eval_every: int, checkpoint_every: int | None
     for name, v, low in (("num_sweeps", num_sweeps, 0), ("eval_every", eval_every, 1)):
         if not isinstance(v, (int, np.integer)) or v < low:
             raise ParameterError(f"{name} must be an integer >= {low}, got {v!r}")
-    if checkpoint_every is not None and (not isinstance(checkpoint_every, (int, np.integer)) or checkpoint_every < 1):
+    if checkpoint_every is not None and (not isinstance(checkpoint_every, (int, np.integer))
+                                         or checkpoint_every < 1):
         raise ParameterError(f"checkpoint_every must be a positive integer, got {checkpoint_every!r}")
 
 

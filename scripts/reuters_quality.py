@@ -18,7 +18,6 @@ import argparse
 import datetime as _dt
 import importlib.util
 import json
-import os
 import sys
 import time
 

@@ -153,7 +153,8 @@ def prepare(corpus: Corpus, params: Params) -> Data:
         doc_start=jnp.asarray(corpus.doc_offsets[:-1].astype(np.int32)),
         doc_len=jnp.asarray(corpus.doc_lengths.astype(np.int32)),
         word_members=jnp.asarray(members), word_start=jnp.asarray(word_start),
-        word_len=jnp.asarray(word_len), word_rank=jnp.asarray(word_rank), blocks=jnp.asarray(blocks), valid=jnp.asarray(valid),
+        word_len=jnp.asarray(word_len), word_rank=jnp.asarray(word_rank),
+        blocks=jnp.asarray(blocks), valid=jnp.asarray(valid),
     )
 
 
@@ -191,9 +192,11 @@ def init(key: Array, data: Data, params: Params) -> State:
         u = jax.random.uniform(jax.random.fold_in(key, b), pos.shape)
         new = chunked_map(lambda c: _dense_block_draw(*c, st, params, v, exclude_own=False),
                           (u, doc, word, st.z[pos]), params.chunk_size)
-        weight = valid.astype(jnp.int32)
-        return State(st.z.at[pos].set(jnp.where(valid, new, 0)), st.doc_topic.at[doc, new].add(weight),
-                     st.word_topic.at[word, new].add(weight), st.topic.at[new].add(weight)), None
+        weight = valid.astype(jnp.int32)          # tokens join the counts: one scatter per table
+        return State(st.z.at[pos].set(jnp.where(valid, new, 0)),
+                     st.doc_topic.at[doc, new].add(weight),
+                     st.word_topic.at[word, new].add(weight),
+                     st.topic.at[new].add(weight)), None
 
     state, _ = jax.lax.scan(block, empty, (data.blocks, data.valid, jnp.arange(data.blocks.shape[0])))
     return state

@@ -22,7 +22,8 @@ __all__ = ["categorical", "categorical_logits", "chunked_map", "log_dirichlet", 
 _HIGHEST = jax.lax.Precision.HIGHEST
 
 
-def _pick(prefix: Array, target: Array, weight_of: Callable[[Array], Array], weights_for_argmax: Array) -> Array:
+def _pick(prefix: Array, target: Array, weight_of: Callable[[Array], Array],
+          weights_for_argmax: Array) -> Array:
     """Index i with prefix[i-1] <= target < prefix[i]; never an entry of zero weight.
 
     Rounding can put `target` past the last prefix or onto a zero-weight entry (matmul prefix sums
@@ -43,7 +44,6 @@ def categorical(u: Array, weights: Array) -> Array:
     *batch, k = weights.shape
     w = weights.reshape(-1, k).astype(jnp.float32)
     u = u.reshape(-1)
-    rows = w.shape[0]
     s = math.isqrt(k - 1) + 1 if k > 1 else 1
     g = -(-k // s)
     group_of = jnp.arange(k) // s

@@ -16,7 +16,8 @@ def strided_blocks(num_items: int, num_blocks: int) -> tuple[np.ndarray, np.ndar
     ``(index [B, C] int32, valid [B, C] bool)``; padding slots hold index ``num_items``.
     """
     if num_items < 1 or num_blocks < 1:
-        raise ValueError(f"strided_blocks needs num_items >= 1 and num_blocks >= 1, got {num_items}, {num_blocks}")
+        raise ValueError("strided_blocks needs num_items >= 1 and num_blocks >= 1, "
+                         f"got {num_items}, {num_blocks}")
     b = min(num_blocks, num_items)
     c = -(-num_items // b)
     index = np.arange(b * c, dtype=np.int64).reshape(c, b).T
