@@ -41,11 +41,16 @@ import numpy as np
 
 # engine name -> (kind, settings)
 JAX_ENGINES = {
-    "parallel": dict(sampler="parallel"),                    # MH, --mh-steps cycles
+    "parallel": dict(sampler="parallel"),                    # exact draws (mh_steps=0)
+    "parallel-1thread": dict(sampler="parallel"),            # the same, XLA:CPU on one thread
     "parallel-mh": dict(sampler="parallel", mh_steps=2),  # O(1) MH moves instead of exact draws
     "sequential": dict(sampler="sequential"),
     "uncollapsed": dict(sampler="uncollapsed"),
 }
+# extra environment of an engine's subprocess. NPROC=1 makes XLA:CPU size its intra-op thread
+# pool to one thread (it must be set before jaxlib starts): at small K the per-op cost of
+# splitting small ops over threads outweighs the parallel speed-up.
+ENGINE_ENV = {"parallel-1thread": {"NPROC": "1"}}
 TOMOTOPY_ENGINES = {"tomotopy-1w": 1, "tomotopy-2w": 2}
 REFERENCE = "tomotopy-2w"
 
@@ -92,7 +97,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--ks", default="50,500", help="comma-separated K to fit")
     ap.add_argument("--sweeps", type=int, default=10,
                     help="timed sweeps (the same number of warm-up sweeps runs first)")
-    ap.add_argument("--samplers", default="parallel,parallel-mh",
+    ap.add_argument("--samplers", default="parallel,parallel-1thread,parallel-mh",
                     help=f"comma-separated jaxtopics engines from {sorted(JAX_ENGINES)}")
     ap.add_argument("--alpha", type=float, default=0.1)
     ap.add_argument("--beta", type=float, default=0.01)
@@ -264,7 +269,8 @@ def run_child(args, corpus_file: str, engine: str, k: int, scale: str = "1") -> 
     _log(f"-> {engine} K={k}" + ("" if scale == "1" else f" (corpus scale {scale})"))
     t = time.perf_counter()
     try:
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, timeout=args.child_timeout)
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, timeout=args.child_timeout,
+                              env={**os.environ, **ENGINE_ENV.get(engine, {})})
     except subprocess.TimeoutExpired:
         _log(f"   timed out after {args.child_timeout:.0f} s")
         return dict(engine=engine, k=k, scale=scale, error="timeout")

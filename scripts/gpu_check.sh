@@ -121,7 +121,7 @@ if [ "$SMALL" = "1" ]; then
 else
     # 500k docs x 200 tokens = 100M tokens. Host-side costs dominate the budget (corpus draw
     # ~40 s, lda.prepare's argsort ~25 s per engine), hence the scaling check against N/2.
-    DEFAULT_BENCH="--docs 500000 --words 50000 --doc-length 200 --ks 100,1024 --sweeps 10 --scaling half"
+    DEFAULT_BENCH="--docs 500000 --words 50000 --doc-length 200 --ks 100,1024 --sweeps 10 --scaling half --samplers parallel,parallel-mh"
 fi
 BENCH=${BENCH_ARGS:-$DEFAULT_BENCH}
 TOMO_FLAG="--skip-tomotopy"

@@ -312,26 +312,27 @@ def _parallel_sweep(key: Array, state: State, data: Data, params: Params) -> tup
     num_blocks = data.blocks.shape[0]
     # Per-block inputs made once per sweep: a few large ops instead of 128 small ones each
     # (XLA:CPU pays a fixed dispatch cost per op, larger still when it splits ops over threads).
+    # The MH kernel's 4 x mh_steps uniforms per token are drawn per block instead, so that no
+    # [4 mh_steps, N] array exists.
     block_doc, block_word = data.doc[data.blocks], data.word[data.blocks]
-    if params.mh_steps == 0:
-        block_u = jax.random.uniform(key, data.blocks.shape)
-    else:
-        block_u = jax.random.uniform(key, (num_blocks, params.mh_steps, 4, data.blocks.shape[1]))
+    block_u = jax.random.uniform(key, data.blocks.shape)
 
     def block(carry, xs):
         st, changed = carry
-        pos, valid, doc, word, u = xs
+        pos, valid, doc, word, u, b = xs
         old = st.z[pos]
         if params.mh_steps == 0:
             new = chunked_map(lambda c: _dense_block_draw(*c, st, params, v),
                               (u, doc, word, old), params.chunk_size)
         else:
+            u = jax.random.uniform(jax.random.fold_in(key, b), (params.mh_steps, 4) + pos.shape)
             new = _mh_block_draw(u, pos, doc, word, old, st, data, params, v)
         st = _apply_moves(st, pos, doc, word, old, new, valid)
         return (st, changed + jnp.sum(valid & (new != old), dtype=jnp.int32)), None
 
     (state, changed), _ = jax.lax.scan(
-        block, (state, jnp.int32(0)), (data.blocks, data.valid, block_doc, block_word, block_u))
+        block, (state, jnp.int32(0)),
+        (data.blocks, data.valid, block_doc, block_word, block_u, jnp.arange(num_blocks)))
     return state, SweepInfo(changed)
 
 
