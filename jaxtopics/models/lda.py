@@ -65,7 +65,8 @@ class Params(NamedTuple):
     (the staleness of a parallel sweep is ~1/num_blocks of the corpus).
     mh_steps: 0 (default) = each token of a block draws exactly from (1), O(K) per token: per
     sweep this matches exact Gibbs. > 0 = that many MH cycles (doc + word proposal) per token,
-    O(1) per token: ~2x the tokens/s at K=500 on CPU but slower mixing per sweep; for very large K.
+    O(1) per token: its cost does not grow with K (on CPU it matches the exact draw at K=500 and
+    wins beyond), but it mixes much more slowly per sweep; for very large K.
     chunk_size: tokens per chunk wherever a [tokens, K] working array is needed.
     init: "incremental" (each block drawn from (1) given the blocks before it, as the first
     sweep of Griffiths & Steyvers / tomotopy's initialisation) or "random" (uniform topics).
