@@ -101,8 +101,10 @@ def parse_args(argv=None) -> argparse.Namespace:
                     help=f"comma-separated jaxtopics engines from {sorted(JAX_ENGINES)}")
     ap.add_argument("--alpha", type=float, default=0.1)
     ap.add_argument("--beta", type=float, default=0.01)
-    ap.add_argument("--num-blocks", type=int, default=None, help="default: lda.Params default")
-    ap.add_argument("--mh-steps", type=int, default=None, help="default: lda.Params default (0 = exact draws)")
+    ap.add_argument("--num-blocks", type=int, default=None,
+                    help="default: lda.Params default")
+    ap.add_argument("--mh-steps", type=int, default=None,
+                    help="default: lda.Params default (0 = exact draws)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--skip-tomotopy", action="store_true", help="do not run tomotopy")
     ap.add_argument("--skip-scaling", action="store_true", help="do not run the scaling check")
@@ -159,7 +161,8 @@ def run_jaxtopics(engine: str, k: int, corpus, args) -> dict:
     import jax.numpy as jnp
     from jaxtopics.models import lda
 
-    settings = {k: v for k, v in dict(num_blocks=args.num_blocks, mh_steps=args.mh_steps).items() if v is not None}
+    overrides = dict(num_blocks=args.num_blocks, mh_steps=args.mh_steps)
+    settings = {k: v for k, v in overrides.items() if v is not None}
     settings.update(JAX_ENGINES[engine])
     p = lda.Params(num_topics=k, alpha=args.alpha, beta=args.beta, **settings)
     n_tok = corpus.num_tokens

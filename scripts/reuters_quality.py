@@ -45,8 +45,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--samplers", default="sequential,parallel",
                     help=f"comma-separated, from {list(SAMPLER_SETTINGS)}; the first is the "
                          "reference of the gap column (use sequential)")
-    ap.add_argument("--num-blocks", type=int, default=None, help="default: lda.Params default")
-    ap.add_argument("--mh-steps", type=int, default=None, help="default: lda.Params default (0 = exact draws)")
+    ap.add_argument("--num-blocks", type=int, default=None,
+                    help="default: lda.Params default")
+    ap.add_argument("--mh-steps", type=int, default=None,
+                    help="default: lda.Params default (0 = exact draws)")
     ap.add_argument("--tolerance", type=float, default=0.25, help="allowed |gap| in percent")
     ap.add_argument("--vmap", choices=("auto", "all", "none"), default="auto",
                     help="batch the seeds with jax.vmap; auto = all samplers but sequential "
@@ -62,7 +64,8 @@ def run_jaxtopics(name: str, corpus, args, seeds: list[int], checkpoints: list[i
     import jax.numpy as jnp
     from jaxtopics.models import lda
 
-    settings = {k: v for k, v in dict(num_blocks=args.num_blocks, mh_steps=args.mh_steps).items() if v is not None}
+    overrides = dict(num_blocks=args.num_blocks, mh_steps=args.mh_steps)
+    settings = {k: v for k, v in overrides.items() if v is not None}
     settings.update(SAMPLER_SETTINGS[name])
     p = lda.Params(num_topics=args.k, alpha=args.alpha, beta=args.beta, **settings)
     use_vmap = args.vmap == "all" or (args.vmap == "auto" and p.sampler != "sequential")
