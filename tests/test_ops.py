@@ -204,6 +204,19 @@ def test_categorical_never_returns_zero_weight_index() -> None:
         assert (w32[z] > 0).all(), (k, w32, us[w32[z] <= 0], z[w32[z] <= 0])
 
 
+def test_categorical_fallback_under_vmap() -> None:
+    """The rounding fallback is a lax.cond; under vmap it becomes a select. Rows where the
+    plain pick lands on a zero weight (u at the top of [0, 1), trailing zeros) must still
+    return a positive-weight index, batched or not."""
+    top = np.float32(1) - np.float32(2.0 ** -24)
+    w = np.zeros((4, 50), np.float32)
+    w[:, :10] = np.float32(0.1)                    # total 1.0 in float32, 40 trailing zeros
+    u = np.full((3, 4), top, np.float32)           # 3 batched calls of 4 rows each
+    z = np.asarray(jax.vmap(categorical)(jnp.asarray(u), jnp.broadcast_to(jnp.asarray(w), (3, 4, 50))))
+    assert z.shape == (3, 4)
+    assert (z < 10).all(), z
+
+
 def test_categorical_shapes_and_dtype() -> None:
     w = jnp.ones((2, 3, 5))
     z = categorical(jnp.zeros((2, 3)), w)
