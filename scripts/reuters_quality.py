@@ -142,6 +142,15 @@ def run_tomotopy(corpus, args, seeds: list[int], checkpoints: list[int]) -> dict
                 seconds=time.perf_counter() - t_start)
 
 
+def _gap_standard_error(chains_a, chains_b, ref: float) -> float | None:
+    """Standard error (in percent of |ref|) of mean(a) - mean(b), from the chains' own spread;
+    None with fewer than 2 chains on either side."""
+    a, b = np.asarray(chains_a, float), np.asarray(chains_b, float)
+    if a.size < 2 or b.size < 2:
+        return None
+    return 100 * float(np.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size)) / abs(ref)
+
+
 def main() -> None:
     args = parse_args()
     t_all = time.perf_counter()
@@ -194,8 +203,18 @@ def main() -> None:
               f"({100 * (m - REFERENCE_EXACT) / abs(REFERENCE_EXACT):+.3f} %)")
     par = next((r for r in runs if r["name"] == "parallel"), None)
     if par is not None and runs[0]["name"] == "sequential":
-        print(f"parallel vs sequential gap {par['gap_percent']:+.3f} % "
-              f"(target |gap| <= {args.tolerance} %): {'PASS' if ok else 'FAIL'}")
+        # The gap of two means of few chains is noisy (single chains scatter by ~0.015 at 500
+        # sweeps): its standard error comes from the spread of the chains themselves.
+        se = _gap_standard_error(par["lls"][:, -1], runs[0]["lls"][:, -1], ref)
+        if ok:
+            verdict = "PASS"
+        elif se is not None and abs(par["gap_percent"]) - 2 * se <= args.tolerance:
+            verdict = "INCONCLUSIVE (the excess is within 2 standard errors: run more --seeds)"
+        else:
+            verdict = "FAIL"
+        se_text = "" if se is None else f" ± {2 * se:.3f} % (2 standard errors)"
+        print(f"parallel vs sequential gap {par['gap_percent']:+.3f} %{se_text} "
+              f"(target |gap| <= {args.tolerance} %): {verdict}")
     total = time.perf_counter() - t_all
     print(f"total wall time {total:.0f} s")
     if args.json:
