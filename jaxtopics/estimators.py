@@ -257,7 +257,7 @@ class LDA(_Estimator):
     module = lda
 
     def __init__(self, num_topics: int = 20, alpha: float = 0.1, beta: float = 0.01,
-                 sampler: str = "parallel", *, num_blocks: int = 128, mh_steps: int = 0,
+                 sampler: str = "parallel", *, num_blocks: int = 64, mh_steps: int = 0,
                  chunk_size: int = 8192, init: str = "random"):
         self.params = lda.check_params(lda.Params(
             num_topics=num_topics, alpha=_number(alpha, "alpha"), beta=_number(beta, "beta"),

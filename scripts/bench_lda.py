@@ -43,6 +43,7 @@ import numpy as np
 JAX_ENGINES = {
     "parallel": dict(sampler="parallel"),                    # exact draws (mh_steps=0)
     "parallel-1thread": dict(sampler="parallel"),            # the same, XLA:CPU on one thread
+    "parallel-2dev": dict(sampler="parallel"),               # document-sharded over 2 devices
     "parallel-mh": dict(sampler="parallel", mh_steps=2),  # O(1) MH moves instead of exact draws
     "sequential": dict(sampler="sequential"),
     "uncollapsed": dict(sampler="uncollapsed"),
@@ -50,7 +51,10 @@ JAX_ENGINES = {
 # extra environment of an engine's subprocess. NPROC=1 makes XLA:CPU size its intra-op thread
 # pool to one thread (it must be set before jaxlib starts): at small K the per-op cost of
 # splitting small ops over threads outweighs the parallel speed-up.
-ENGINE_ENV = {"parallel-1thread": {"NPROC": "1"}}
+# parallel-2dev: the CPU is split into 2 XLA devices, one document shard each (jaxtopics.distributed).
+ENGINE_ENV = {"parallel-1thread": {"NPROC": "1"},
+              "parallel-2dev": {"XLA_FLAGS": "--xla_force_host_platform_device_count=2"}}
+SHARDS = {"parallel-2dev": 2}
 TOMOTOPY_ENGINES = {"tomotopy-1w": 1, "tomotopy-2w": 2}
 REFERENCE = "tomotopy-2w"
 
@@ -97,7 +101,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--ks", default="50,500", help="comma-separated K to fit")
     ap.add_argument("--sweeps", type=int, default=10,
                     help="timed sweeps (the same number of warm-up sweeps runs first)")
-    ap.add_argument("--samplers", default="parallel,parallel-1thread,parallel-mh",
+    ap.add_argument("--samplers", default="parallel,parallel-1thread,parallel-2dev,parallel-mh",
                     help=f"comma-separated jaxtopics engines from {sorted(JAX_ENGINES)}")
     ap.add_argument("--alpha", type=float, default=0.1)
     ap.add_argument("--beta", type=float, default=0.01)
@@ -168,15 +172,24 @@ def run_jaxtopics(engine: str, k: int, corpus, args) -> dict:
     n_tok = corpus.num_tokens
     s = args.sweeps
 
+    shards = SHARDS.get(engine, 1)
     t = time.perf_counter()
-    data = lda.prepare(corpus, p)
-    state = lda.init(jax.random.key(args.seed), data, p)
+    if shards == 1:
+        data = lda.prepare(corpus, p)
+        state = lda.init(jax.random.key(args.seed), data, p)
+        sweep_fn, log_joint_fn = (lambda k, st, d: lda.sweep(k, st, d, p)), lda.log_joint
+    else:                                   # document-sharded AD-LDA over `shards` devices
+        from jaxtopics import distributed as dist
+        mesh = dist.make_mesh(shards)
+        data = dist.prepare(corpus, p, shards)
+        state, data = dist.place(dist.init(jax.random.key(args.seed), data, p), data, mesh)
+        sweep_fn, log_joint_fn = (lambda k, st, d: dist.sweep(k, st, d, p, mesh)), dist.log_joint
     jax.block_until_ready((data, state))
     prepare_s = time.perf_counter() - t
     sweep_key = jax.random.key(args.seed + 1)
 
     def _run(state, data, t0):
-        body = lambda i, st: lda.sweep(jax.random.fold_in(sweep_key, i), st, data, p)[0]
+        body = lambda i, st: sweep_fn(jax.random.fold_in(sweep_key, i), st, data)[0]
         return jax.lax.fori_loop(t0, t0 + s, body, state)
 
     run = jax.jit(_run, donate_argnums=0)
@@ -189,7 +202,7 @@ def run_jaxtopics(engine: str, k: int, corpus, args) -> dict:
     t = time.perf_counter()
     state = jax.block_until_ready(compiled(state, data, jnp.int32(s)))
     timed_s = time.perf_counter() - t
-    ll = float(jax.jit(lda.log_joint, static_argnums=2)(state, data, p)) / n_tok
+    ll = float(jax.jit(log_joint_fn, static_argnums=2)(state, data, p)) / n_tok
 
     dev = jax.devices()[0]
     dev_peak = None

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import jax
 import pytest
+
+# Four CPU devices for the sharded tests (tests/test_distributed.py). This must run before any
+# computation starts the backend; unsharded code still runs on device 0 alone.
+jax.config.update("jax_num_cpu_devices", 4)
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

@@ -76,7 +76,7 @@ class Params(NamedTuple):
     alpha: float = 0.1
     beta: float = 0.01
     sampler: str = "parallel"
-    num_blocks: int = 128
+    num_blocks: int = 64
     mh_steps: int = 0
     chunk_size: int = 8192
     init: str = "random"
@@ -211,15 +211,21 @@ def _conditional(doc_row: Array, word_row: Array, topic_row: Array, params: Para
 
 
 def _apply_moves(state: State, pos: Array, doc: Array, word: Array, old: Array, new: Array,
-                 valid: Array) -> State:
-    """Move tokens `pos` from topics `old` to `new` (padding slots have valid=False)."""
+                 valid: Array, axis_name: str | None = None) -> State:
+    """Move tokens `pos` from topics `old` to `new` (padding slots have valid=False).
+
+    With `axis_name` (documents sharded over that mapped axis) the word-topic and topic moves of
+    every shard are gathered and applied to each shard's copy of those tables, so the copies stay
+    equal; the document-topic moves stay local."""
     weight = valid.astype(jnp.int32)
-    return State(
-        z=state.z.at[pos].set(jnp.where(valid, new, 0)),
-        doc_topic=move_counts(state.doc_topic, doc, old, new, weight),
-        word_topic=move_counts(state.word_topic, word, old, new, weight),
-        topic=move_counts(state.topic, None, old, new, weight),
-    )
+    z = state.z.at[pos].set(jnp.where(valid, new, 0))
+    doc_topic = move_counts(state.doc_topic, doc, old, new, weight)
+    if axis_name is not None:
+        word, old, new, weight = (jax.lax.all_gather(x, axis_name, tiled=True)
+                                  for x in (word, old, new, weight))
+    return State(z=z, doc_topic=doc_topic,
+                 word_topic=move_counts(state.word_topic, word, old, new, weight),
+                 topic=move_counts(state.topic, None, old, new, weight))
 
 
 # --------------------------------------------------------------------------------------------
@@ -308,10 +314,11 @@ def _mh_block_draw(u: Array, pos: Array, doc: Array, word: Array, old: Array, st
     return s
 
 
-def _parallel_sweep(key: Array, state: State, data: Data, params: Params) -> tuple[State, SweepInfo]:
+def _parallel_sweep(key: Array, state: State, data: Data, params: Params,
+                    axis_name: str | None = None) -> tuple[State, SweepInfo]:
     _, _, v = _sizes(data)
     num_blocks = data.blocks.shape[0]
-    # Per-block inputs made once per sweep: a few large ops instead of 128 small ones each
+    # Per-block inputs made once per sweep: a few large ops instead of one small one per block
     # (XLA:CPU pays a fixed dispatch cost per op, larger still when it splits ops over threads).
     # The MH kernel's 4 x mh_steps uniforms per token are drawn per block instead, so that no
     # [4 mh_steps, N] array exists.
@@ -328,7 +335,7 @@ def _parallel_sweep(key: Array, state: State, data: Data, params: Params) -> tup
         else:
             u = jax.random.uniform(jax.random.fold_in(key, b), (params.mh_steps, 4) + pos.shape)
             new = _mh_block_draw(u, pos, doc, word, old, st, data, params, v)
-        st = _apply_moves(st, pos, doc, word, old, new, valid)
+        st = _apply_moves(st, pos, doc, word, old, new, valid, axis_name)
         return (st, changed + jnp.sum(valid & (new != old), dtype=jnp.int32)), None
 
     (state, changed), _ = jax.lax.scan(
@@ -357,9 +364,22 @@ _KERNELS = {"sequential": _sequential_sweep, "parallel": _parallel_sweep,
             "uncollapsed": _uncollapsed_sweep}
 
 
-def sweep(key: Array, state: State, data: Data, params: Params) -> tuple[State, SweepInfo]:
-    """One sweep of the kernel ``params.sampler``; pure and jit/vmap-able (params static)."""
-    return _KERNELS[params.sampler](key, state, data, params)
+def sweep(key: Array, state: State, data: Data, params: Params,
+          axis_name: str | None = None) -> tuple[State, SweepInfo]:
+    """One sweep of the kernel ``params.sampler``; pure and jit/vmap-able (params static).
+
+    `axis_name`: inside ``shard_map`` over documents (``jaxtopics.distributed``), the mesh axis
+    the shards are mapped over. The ``parallel`` kernel then exchanges every block's word-topic
+    moves between the shards (one ``all_gather``), so that a sharded sweep is the same blocked
+    sweep as on one device, with block b the union of the shards' blocks b. Exact draws only:
+    the MH proposals draw from a shard's own tokens, not from the whole corpus.
+    """
+    if axis_name is None:
+        return _KERNELS[params.sampler](key, state, data, params)
+    if params.sampler != "parallel" or params.mh_steps != 0:
+        raise ParameterError("sharded sweeps (axis_name) run the 'parallel' kernel with exact draws "
+                             f"(mh_steps=0), got sampler={params.sampler!r}, mh_steps={params.mh_steps}")
+    return _parallel_sweep(key, state, data, params, axis_name)
 
 
 # --------------------------------------------------------------------------------------------
