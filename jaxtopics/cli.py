@@ -53,7 +53,8 @@ def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) 
     t0 = time.perf_counter()
     model = est.fit(corpus, num_sweeps=args.sweeps, seed=args.seed, eval_every=args.eval_every,
                     progress=False if args.no_progress else None,
-                    checkpoint_every=args.checkpoint_every, checkpoint_path=ckpt)
+                    checkpoint_every=args.checkpoint_every, checkpoint_path=ckpt,
+                    devices=args.devices)
     elapsed = time.perf_counter() - t0
     print("\nlog-likelihood trace (log p(w, z) per token):")
     for p in model.trace:
@@ -93,6 +94,9 @@ def _add_model_args(p: argparse.ArgumentParser, *, topics: int, sweeps: int) -> 
     p.add_argument("--checkpoint-every", type=int, default=None,
                    help="save OUT/model.jtm every this many sweeps (resumable)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--devices", type=int, default=None,
+                   help="shard the documents over this many devices (LDA, parallel sampler); on a "
+                        "CPU the process is split into this many XLA CPU devices")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -119,6 +123,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if getattr(args, "devices", None):
+        import jax
+        # before the first computation starts the backend; concerns the CPU platform only
+        if args.devices > 1:
+            jax.config.update("jax_num_cpu_devices", args.devices)
     try:
         if args.command == "fit":
             return _fit_and_report(_read_corpus(args), args, Path(args.out))

@@ -20,6 +20,7 @@ block visits and no count includes; padding documents are empty.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import NamedTuple, Sequence
 
 import jax
@@ -38,8 +39,8 @@ try:                                    # jax >= 0.6 exports shard_map at the to
 except ImportError:                     # pragma: no cover - older jax
     from jax.experimental.shard_map import shard_map as _shard_map
 
-__all__ = ["AXIS", "ShardedData", "split_documents", "make_mesh", "prepare", "init", "sweep",
-           "log_joint", "gather"]
+__all__ = ["AXIS", "ShardedData", "ShardedLDA", "split_documents", "make_mesh", "prepare", "init",
+           "shard_state", "place", "sweep", "log_joint", "gather"]
 
 AXIS = "shards"
 
@@ -152,6 +153,21 @@ def _state_from_assignments(z: Array, sdata: ShardedData, params: lda.Params) ->
                      topic=count_table((k,), topics, weights=weights))
 
 
+def shard_state(state: lda.State, sdata: ShardedData) -> lda.State:
+    """Split a global ``lda.State`` (corpus order) into the shards of `sdata` (the inverse of
+    ``gather``): per-shard z [shards, n_max + 1] and doc_topic [shards, d_max, K], padded with 0."""
+    n, d = np.asarray(sdata.num_tokens), np.asarray(sdata.num_docs)
+    n_slots, d_max = sdata.data.word.shape[1], sdata.data.doc_start.shape[1]
+    z_all, dt_all = np.asarray(state.z), np.asarray(state.doc_topic)
+    z = np.zeros((len(n), n_slots), np.int32)
+    dt = np.zeros((len(d), d_max, dt_all.shape[1]), np.int32)
+    t0, d0 = np.concatenate([[0], np.cumsum(n)]), np.concatenate([[0], np.cumsum(d)])
+    for s in range(len(n)):
+        z[s, :n[s]] = z_all[t0[s]:t0[s + 1]]
+        dt[s, :d[s]] = dt_all[d0[s]:d0[s + 1]]
+    return lda.State(jnp.asarray(z), jnp.asarray(dt), state.word_topic, state.topic)
+
+
 def init(key: Array, sdata: ShardedData, params: lda.Params) -> lda.State:
     """Uniform random topics. The State's z [shards, n_max+1] and doc_topic [shards, d_max, K]
     carry the shard axis; word_topic [V, K] and topic [K] are the global (replicated) tables."""
@@ -164,14 +180,17 @@ def init(key: Array, sdata: ShardedData, params: lda.Params) -> lda.State:
 def sweep(key: Array, state: lda.State, sdata: ShardedData, params: lda.Params,
           mesh: Mesh) -> tuple[lda.State, lda.SweepInfo]:
     """One sharded sweep: every shard runs ``lda.sweep(fold_in(key, shard), ...,
-    axis_name="shards")`` on its documents (module docstring)."""
+    axis_name="shards")`` on its documents (module docstring); with one shard, exactly
+    ``lda.sweep(key, ...)``."""
     sharded, replicated = PartitionSpec(AXIS), PartitionSpec()
     state_spec = lda.State(z=sharded, doc_topic=sharded, word_topic=replicated, topic=replicated)
 
+    one_shard = mesh.shape[AXIS] == 1
+
     def local(key, state, data):
-        shard = jax.lax.axis_index(AXIS)
+        shard_key = key if one_shard else jax.random.fold_in(key, jax.lax.axis_index(AXIS))
         mine = lda.State(state.z[0], state.doc_topic[0], state.word_topic, state.topic)
-        mine, info = lda.sweep(jax.random.fold_in(key, shard), mine,
+        mine, info = lda.sweep(shard_key, mine,
                                jax.tree.map(lambda a: a[0], data), params, axis_name=AXIS)
         changed = jax.lax.psum(info.changed, AXIS)
         return lda.State(mine.z[None], mine.doc_topic[None], mine.word_topic, mine.topic), changed
@@ -208,3 +227,18 @@ def place(state: lda.State, sdata: ShardedData, mesh: Mesh) -> tuple[lda.State, 
     sdata = ShardedData(jax.device_put(sdata.data, sharded), jax.device_put(sdata.num_tokens, replicated),
                         jax.device_put(sdata.num_docs, replicated))
     return state, sdata
+
+
+@dataclass(frozen=True)
+class ShardedLDA:
+    """``models.lda``'s ``sweep`` / ``log_joint`` bound to a mesh, in the signature the driver
+    (``fit.run_sweeps``) calls: a drop-in model for sharded states and ``ShardedData``."""
+
+    mesh: Mesh
+
+    def sweep(self, key: Array, state: lda.State, sdata: ShardedData,
+              params: lda.Params) -> tuple[lda.State, lda.SweepInfo]:
+        return sweep(key, state, sdata, params, self.mesh)
+
+    def log_joint(self, state: lda.State, sdata: ShardedData, params: lda.Params) -> Array:
+        return log_joint(state, sdata, params)

@@ -127,11 +127,14 @@ class FittedModel:
 
     def resume(self, corpus: Corpus, num_sweeps: int, *, eval_every: int = 10,
                progress: bool | None = None, checkpoint_every: int | None = None,
-               checkpoint_path: str | os.PathLike | None = None) -> "FittedModel":
+               checkpoint_path: str | os.PathLike | None = None,
+               devices: int | None = None) -> "FittedModel":
         """Continue the same chain for `num_sweeps` more sweeps (in place; returns self).
 
-        Bitwise identical to having run all sweeps at once. `corpus` must be the one the model was
-        fitted on (checked by fingerprint).
+        Bitwise identical to having run all sweeps at once (with the same `devices`). `corpus`
+        must be the one the model was fitted on (checked by fingerprint). `devices`: shard the
+        documents over the first `devices` devices (``jaxtopics.distributed``; LDA's parallel
+        kernel only); None runs on the default device.
         """
         if corpus.fingerprint() != self.corpus_fingerprint:
             raise CorpusError("resume: this corpus is not the one the model was fitted on "
@@ -143,21 +146,39 @@ class FittedModel:
         _check_sweeps(num_sweeps, eval_every, checkpoint_every)
         _, chain_key = chain_keys(self.seed)
 
-        def keep(state, done, trace):   # the input buffers are donated: always hold the latest
-            self._state, self.sweeps_done, self.trace = state, done, old_trace + trace
-
         def save_checkpoint(state, done, trace):
             self.save(checkpoint_path)
 
+        model, data, state, to_global = self._module, self._data, self._state, (lambda st: st)
+        if devices is not None:
+            model, data, state, to_global = self._sharded(corpus, devices)
+
+        def keep(state, done, trace):   # the input buffers are donated: always hold the latest
+            self._state, self.sweeps_done, self.trace = to_global(state), done, old_trace + trace
+
         old_trace = list(self.trace)
         state, trace = run_sweeps(
-            self._module, self.params, self._data, self._state, chain_key,
+            model, self.params, data, state, chain_key,
             start=self.sweeps_done, num_sweeps=num_sweeps, num_tokens=self.num_tokens,
             eval_every=eval_every, progress=progress,
             checkpoint_every=checkpoint_every if checkpoint_path else None,
             on_checkpoint=save_checkpoint, on_chunk=keep)
         self.trace = old_trace + trace
         return self
+
+    def _sharded(self, corpus: Corpus, devices: int):
+        """(model, data, state, to_global) to run this chain sharded over `devices` devices."""
+        from . import distributed
+
+        if self.model != "lda":
+            raise ParameterError(f"devices=: sharded sweeps exist for LDA only, not {self.model!r}")
+        if not isinstance(devices, (int, np.integer)) or isinstance(devices, bool) or devices < 1:
+            raise ParameterError(f"devices must be a positive integer, got {devices!r}")
+        mesh = distributed.make_mesh(devices)
+        sdata = distributed.prepare(corpus, self.params, devices)
+        state, sdata = distributed.place(distributed.shard_state(self._state, sdata), sdata, mesh)
+        return (distributed.ShardedLDA(mesh), sdata, state,
+                lambda st: distributed.gather(st, sdata))
 
     def transform(self, corpus: Corpus, num_sweeps: int = 50, seed: int = 0) -> np.ndarray:
         """theta [D_new, K] for unseen documents (fold-in with the topics held fixed)."""
@@ -217,11 +238,15 @@ class _Estimator:
 
     def fit(self, corpus: Corpus, num_sweeps: int = 1000, seed: int = 0, *, eval_every: int = 10,
             progress: bool | None = None, checkpoint_every: int | None = None,
-            checkpoint_path: str | os.PathLike | None = None) -> FittedModel:
+            checkpoint_path: str | os.PathLike | None = None,
+            devices: int | None = None) -> FittedModel:
         """Run one seeded chain for `num_sweeps` sweeps; same seed => bitwise identical result.
 
         With `checkpoint_path`, the model is saved (atomically) every `checkpoint_every` sweeps
         (default: every eval) so a killed run can continue with ``load(path).resume(corpus, ...)``.
+        `devices=P` shards the documents over P devices (``jaxtopics.distributed``): the same
+        blocked sweep with its draws split P ways; the chain differs from the one-device chain of
+        the same seed (each shard draws its own uniforms) but is reproducible for a given P.
         """
         if not isinstance(corpus, Corpus):
             raise CorpusError(f"fit expects a jaxtopics.Corpus, got {type(corpus).__name__}")
@@ -236,7 +261,8 @@ class _Estimator:
         if checkpoint_path is not None and checkpoint_every is None:
             checkpoint_every = eval_every
         return fitted.resume(corpus, num_sweeps, eval_every=eval_every, progress=progress,
-                             checkpoint_every=checkpoint_every, checkpoint_path=checkpoint_path)
+                             checkpoint_every=checkpoint_every, checkpoint_path=checkpoint_path,
+                             devices=devices)
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.params._asdict().items())

@@ -78,7 +78,8 @@ def run_sweeps(model: ModuleType, params: Any, data: Any, state: Any, chain_key:
     bar = None
     if progress or (progress is None and sys.stderr.isatty()):
         from tqdm.auto import tqdm
-        bar = tqdm(total=num_sweeps, unit="sweep", desc=model.__name__.rsplit(".", 1)[-1])
+        name = getattr(model, "__name__", type(model).__name__)      # a module or a model object
+        bar = tqdm(total=num_sweeps, unit="sweep", desc=name.rsplit(".", 1)[-1])
     trace: list[TracePoint] = []
     t0 = time.perf_counter()
     done = start

@@ -44,6 +44,20 @@ def test_fit_text_file(tmp_path):
     assert "corpus: 4 documents" in r.stdout      # the empty line is kept as an empty document
 
 
+def test_fit_sharded_over_two_cpu_devices(tmp_path):
+    """--devices 2 splits the CPU into two XLA devices and shards the documents over them."""
+    src = tmp_path / "docs.txt"
+    src.write_text("\n".join(["apples pears fruit juice", "cat mat sat hat", "mice rats cats chase",
+                              "fruit salad apples"] * 10), encoding="utf-8")
+    r = _run("fit", "--num-topics", "2", "--sweeps", "10", "--input", str(src), "--devices", "2",
+             "--out", str(tmp_path / "o"), "--no-progress")
+    assert r.returncode == 0, r.stderr
+    assert "corpus: 40 documents" in r.stdout and (tmp_path / "o" / "model.jtm").exists()
+    r = _run("fit", "--num-topics", "2", "--sweeps", "1", "--input", str(src), "--devices", "2",
+             "--sampler", "sequential", "--out", str(tmp_path / "o2"), "--no-progress")
+    assert r.returncode == 2 and "parallel" in r.stderr and "Traceback" not in r.stderr
+
+
 def test_bad_input_gives_a_clear_error(tmp_path):
     bad = tmp_path / "bad.ldac"
     bad.write_text("2 0:1 1:x\n", encoding="utf-8")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from functools import partial
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -88,7 +89,7 @@ def test_one_shard_is_the_parallel_sweep(corpus):
     for t in range(4):
         key = jax.random.fold_in(jax.random.key(1), t)
         state, info = dist.sweep(key, state, sdata, params, mesh)
-        plain, plain_info = lda.sweep(jax.random.fold_in(key, 0), plain, data, params)
+        plain, plain_info = lda.sweep(key, plain, data, params)
         assert int(info.changed) == int(plain_info.changed)
     for a, b in zip(dist.gather(state, sdata), plain):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
@@ -133,3 +134,44 @@ def test_four_shards_match_exact_gibbs_on_reuters(reuters):
     gap = abs(mean - REFERENCE) / abs(REFERENCE)
     print(f"4-shard chains {np.round(per_token, 4)}, mean {mean:.4f}, gap {gap:.3%}")
     assert gap < 0.0025, f"4-shard mean {mean:.4f} is {gap:.3%} from exact Gibbs {REFERENCE}"
+
+
+# -- the facade: LDA(...).fit(corpus, devices=P) -----------------------------------------------
+
+
+def test_fit_with_one_device_is_the_default_run(corpus):
+    import jaxtopics as jt
+
+    a = jt.LDA(num_topics=4, num_blocks=8).fit(corpus, num_sweeps=6, seed=3, progress=False)
+    b = jt.LDA(num_topics=4, num_blocks=8).fit(corpus, num_sweeps=6, seed=3, progress=False,
+                                                devices=1)
+    np.testing.assert_array_equal(a.assignments, b.assignments)
+    assert [t.log_joint_per_token for t in a.trace] == [t.log_joint_per_token for t in b.trace]
+
+
+def test_fit_on_four_devices_resumes_bitwise_and_saves(corpus, tmp_path):
+    import jaxtopics as jt
+
+    model = jt.LDA(num_topics=4, num_blocks=8)
+    straight = model.fit(corpus, num_sweeps=10, seed=1, eval_every=5, progress=True, devices=4)
+    assert straight.sweeps_done == 10 and len(straight.trace) == 2
+    part = model.fit(corpus, num_sweeps=5, seed=1, eval_every=5, progress=False, devices=4)
+    part.save(tmp_path / "m.jtm")
+    resumed = jt.load(tmp_path / "m.jtm").resume(corpus, 5, eval_every=5, progress=False, devices=4)
+    np.testing.assert_array_equal(straight.assignments, resumed.assignments)
+    np.testing.assert_array_equal(straight.topic_word, resumed.topic_word)
+    recount = lda.state_from_assignments(jnp.asarray(straight.assignments),
+                                         lda.prepare(corpus, model.params), model.params)
+    np.testing.assert_array_equal(np.asarray(recount.doc_topic), np.asarray(straight.state.doc_topic))
+    assert straight.log_joint_per_token() == pytest.approx(straight.trace[-1].log_joint_per_token)
+
+
+def test_fit_devices_errors(corpus):
+    import jaxtopics as jt
+
+    with pytest.raises(ParameterError, match="devices must be a positive integer"):
+        jt.LDA(num_topics=3).fit(corpus, num_sweeps=1, devices=0)
+    with pytest.raises(ParameterError, match="jax_num_cpu_devices"):
+        jt.LDA(num_topics=3).fit(corpus, num_sweeps=1, devices=len(jax.devices()) + 1)
+    with pytest.raises(ParameterError, match="mh_steps"):
+        jt.LDA(num_topics=3, mh_steps=2).fit(corpus, num_sweeps=1, devices=2)
