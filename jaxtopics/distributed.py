@@ -12,10 +12,11 @@ of the corpus), the same quality, with the draws split P ways. One device gives 
 ``lda.sweep``. A plain AD-LDA sweep (re-summing the copies once per sweep) was measured 1 %
 worse in log joint on Reuters with 4 shards at 500 sweeps, hence the per-block exchange.
 
-The same code runs on the CPU devices of one host (``jax_num_cpu_devices``), on the GPUs of one
-host, and across hosts after ``jax.distributed.initialize()`` (the mesh then spans every
-process's devices). Shards are padded to common shapes: padding tokens sit in slots that no
-block visits and no count includes; padding documents are empty.
+The same code runs on the CPU devices of one process (``jax_num_cpu_devices``) and on the GPUs of
+one host. Several processes (``jax.distributed``) are not supported yet: ``place`` and
+``gather`` move whole arrays between this process and the devices. Shards are padded to common
+shapes: padding tokens sit in slots that no block visits and no count includes; padding
+documents are empty.
 """
 
 from __future__ import annotations
