@@ -46,6 +46,10 @@ def test_fit_text_file(tmp_path):
 
 def test_fit_sharded_over_two_cpu_devices(tmp_path):
     """--devices 2 splits the CPU into two XLA devices and shards the documents over them."""
+    import jax
+
+    if jax.default_backend() != "cpu":
+        pytest.skip("--devices splits the CPU; this machine's default backend has its own devices")
     src = tmp_path / "docs.txt"
     src.write_text("\n".join(["apples pears fruit juice", "cat mat sat hat", "mice rats cats chase",
                               "fruit salad apples"] * 10), encoding="utf-8")
