@@ -48,7 +48,8 @@ def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) 
     print(f"corpus: {corpus.num_docs} documents, {corpus.num_tokens} tokens, "
           f"{corpus.num_words} distinct words")
     est = _estimator(args)
-    print(f"model: {est!r}  (jax {jax.__version__}, {jax.default_backend()})")
+    where = f"{args.devices} {jax.default_backend()} devices" if args.devices else jax.default_backend()
+    print(f"model: {est!r}  (jax {jax.__version__}, {where})")
     ckpt = out / "model.jtm" if out is not None and args.checkpoint_every else None
     t0 = time.perf_counter()
     model = est.fit(corpus, num_sweeps=args.sweeps, seed=args.seed, eval_every=args.eval_every,

@@ -57,6 +57,7 @@ def test_fit_sharded_over_two_cpu_devices(tmp_path):
              "--out", str(tmp_path / "o"), "--no-progress")
     assert r.returncode == 0, r.stderr
     assert "corpus: 40 documents" in r.stdout and (tmp_path / "o" / "model.jtm").exists()
+    assert "2 cpu devices" in r.stdout
     r = _run("fit", "--num-topics", "2", "--sweeps", "1", "--input", str(src), "--devices", "2",
              "--sampler", "sequential", "--out", str(tmp_path / "o2"), "--no-progress")
     assert r.returncode == 2 and "parallel" in r.stderr and "Traceback" not in r.stderr
