@@ -19,27 +19,62 @@ from .errors import JaxTopicsError
 
 __all__ = ["main"]
 
-ESTIMATORS = ("lda",)
+
+
+def _registry() -> dict:
+    """Model name -> estimator class (every facade class registers itself)."""
+    from .estimators import MODELS
+    return MODELS
 
 
 def _read_corpus(args: argparse.Namespace) -> Corpus:
     path = Path(args.input)
     fmt = args.format
+    sentences = args.sentences or _registry()[args.model].needs_sentences
     if fmt == "auto":
         fmt = {".ldac": "ldac", ".dat": "ldac", ".jsonl": "jsonl"}.get(path.suffix.lower(), "text")
     if fmt == "ldac":
         return Corpus.from_ldac(path, vocab=args.vocab)
     if args.vocab:
         raise JaxTopicsError(f"--vocab only applies to --format ldac (got --format {fmt})")
+    if sentences and fmt == "ldac":
+        raise JaxTopicsError("--sentences needs a text input (--format text or jsonl): LDA-C "
+                             "counts have no sentence boundaries")
     if fmt == "jsonl":
-        return Corpus.from_jsonl(path, text_key=args.text_key)
-    return Corpus.from_text_file(path)
+        return Corpus.from_jsonl(path, text_key=args.text_key, sentences=sentences)
+    return Corpus.from_text_file(path, sentences=sentences)
 
 
 def _estimator(args: argparse.Namespace):
-    from . import estimators
-    return estimators.LDA(num_topics=args.num_topics, alpha=args.alpha, beta=args.beta,
-                          sampler=args.sampler)
+    """The estimator of ``--model`` built from the options it declares; an option that belongs
+    to another model is an error (never silently ignored)."""
+    cls = _registry()[args.model]
+    own = {o.arg for o in cls.options} | {"alpha", "beta", "sampler"}
+    kwargs = {}
+    for opt in _all_options():
+        value = getattr(args, opt.arg)
+        if value is None:
+            continue
+        if opt.arg not in own:
+            raise JaxTopicsError(f"{opt.flag} does not apply to --model {args.model}")
+        kwargs[opt.arg] = value
+    return cls(**kwargs)
+
+
+def _all_options() -> list:
+    """The shared options and every model's own, each flag once."""
+    from .estimators import Option
+    seen, out = set(), [Option("--alpha", "alpha", float, "document-topic Dirichlet (model default)"),
+                        Option("--beta", "beta", float, "topic-word Dirichlet (model default)"),
+                        Option("--sampler", "sampler", str, "kernel: parallel (default), sequential, ...")]
+    for cls in _registry().values():
+        out.extend(cls.options)
+    unique = []
+    for opt in out:
+        if opt.flag not in seen:
+            seen.add(opt.flag)
+            unique.append(opt)
+    return unique
 
 
 def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) -> int:
@@ -82,14 +117,14 @@ def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) 
     return 0
 
 
-def _add_model_args(p: argparse.ArgumentParser, *, topics: int, sweeps: int) -> None:
-    p.add_argument("--model", choices=ESTIMATORS, default="lda")
-    p.add_argument("--num-topics", "-k", type=int, default=topics)
+def _add_model_args(p: argparse.ArgumentParser, *, sweeps: int) -> None:
+    p.add_argument("--model", choices=sorted(_registry()), default="lda")
+    for opt in _all_options():
+        p.add_argument(opt.flag, dest=opt.arg, type=opt.type, default=None, help=opt.help)
+    p.add_argument("--sentences", action="store_true",
+                   help="keep sentence boundaries of text input (implied by models that need them)")
     p.add_argument("--sweeps", type=int, default=sweeps)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--alpha", type=float, default=0.1)
-    p.add_argument("--beta", type=float, default=0.01)
-    p.add_argument("--sampler", default="parallel", choices=("parallel", "sequential", "uncollapsed"))
     p.add_argument("--eval-every", type=int, default=10)
     p.add_argument("--top-words", type=int, default=10)
     p.add_argument("--checkpoint-every", type=int, default=None,
@@ -111,11 +146,11 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--vocab", help="vocabulary file for LDA-C (one word per line)")
     fit.add_argument("--text-key", default="text")
     fit.add_argument("--out", "-o", required=True, help="output directory")
-    _add_model_args(fit, topics=20, sweeps=500)
+    _add_model_args(fit, sweeps=500)
     demo = sub.add_parser("demo", help="fit LDA on the embedded Python-docs corpus (no download)")
     demo.add_argument("--out", "-o", default=None, help="optional output directory")
     demo.add_argument("--max-docs", type=int, default=None, help="use only this many documents")
-    _add_model_args(demo, topics=20, sweeps=300)
+    _add_model_args(demo, sweeps=300)
     show = sub.add_parser("show", help="print the summary of a saved model")
     show.add_argument("path")
     show.add_argument("--top-words", type=int, default=10)

@@ -11,6 +11,7 @@ to model files (io.py). Every later model follows the same public contract:
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, ClassVar
 
@@ -25,10 +26,25 @@ from .fit import TracePoint, chain_keys, run_sweeps
 from .io import load_model_file, save_model_file
 from .models import lda
 
-__all__ = ["LDA", "FittedModel", "load", "MODELS"]
+__all__ = ["LDA", "FittedModel", "Option", "load", "MODELS"]
 
-#: model name -> functional module, for load() and the CLI
-MODELS: dict[str, ModuleType] = {"lda": lda}
+#: model name -> estimator class (filled by ``_Estimator.__init_subclass__``), for load() and the CLI
+MODELS: dict[str, type["_Estimator"]] = {}
+
+
+@dataclass(frozen=True)
+class Option:
+    """A constructor argument an estimator exposes on the command line (``jaxtopics fit``).
+
+    `flag`: e.g. "--num-topics"; `arg`: the constructor's keyword; `type`: int, float or str;
+    `help`: one line. The CLI offers the union of every model's options and passes a model only
+    the ones it declares (an option of another model is refused with a clear error).
+    """
+
+    flag: str
+    arg: str
+    type: type
+    help: str = ""
 
 
 class FittedModel:
@@ -54,7 +70,7 @@ class FittedModel:
 
     @property
     def _module(self) -> ModuleType:
-        return MODELS[self.model]
+        return MODELS[self.model].module
 
     @property
     def state(self) -> Any:
@@ -63,10 +79,29 @@ class FittedModel:
 
     @property
     def num_topics(self) -> int:
-        return int(self.params.num_topics)
+        """K: rows of ``topic_word`` (for nonparametric models, the active topics / clusters)."""
+        return int(self._estimates()["phi"].shape[0])
 
     def _estimates(self) -> dict[str, np.ndarray]:
-        return {k: np.asarray(v) for k, v in self._module.estimate(self._state, self.params).items()}
+        """The model module's ``estimate(state, params)`` as numpy, cached until the state moves."""
+        cache = self.__dict__.get("_estimate_cache")
+        if cache is None or cache[0] is not self._state:
+            values = {k: np.asarray(v) for k, v in self._module.estimate(self._state, self.params).items()}
+            cache = self.__dict__["_estimate_cache"] = (self._state, values)
+        return cache[1]
+
+    def __getattr__(self, name: str) -> Any:
+        """Model-specific read-outs: every key of the module's ``estimate`` dict other than
+        theta/phi (e.g. DMM's ``labels``, Sentence-LDA's ``sentence_topics``)."""
+        if name.startswith("_") or "_state" not in self.__dict__:
+            raise AttributeError(name)
+        values = self._estimates()
+        if name in values and name not in ("theta", "phi"):
+            return values[name]
+        raise AttributeError(f"{type(self).__name__} of model {self.model!r} has no attribute {name!r}")
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | (set(self._estimates()) - {"theta", "phi"}))
 
     @property
     def topic_word(self) -> np.ndarray:
@@ -141,8 +176,9 @@ class FittedModel:
                               f"(fingerprint {corpus.fingerprint()[:12]} != {self.corpus_fingerprint[:12]})")
         if self._data is None:
             self._data = self._module.prepare(corpus, self.params)
-            z = jnp.asarray(self._module.assignments(self._state))
-            self._state = self._module.state_from_assignments(z, self._data, self.params)
+            rebuild = getattr(self._module, "rebuild", None)     # recount tables from the latents
+            if rebuild is not None:
+                self._state = rebuild(self._state, self._data, self.params)
         _check_sweeps(num_sweeps, eval_every, checkpoint_every)
         _, chain_key = chain_keys(self.seed)
 
@@ -170,8 +206,8 @@ class FittedModel:
         """(model, data, state, to_global) to run this chain sharded over `devices` devices."""
         from . import distributed
 
-        if self.model != "lda":
-            raise ParameterError(f"devices=: sharded sweeps exist for LDA only, not {self.model!r}")
+        if not getattr(self._module, "SHARDABLE", False):
+            raise ParameterError(f"devices=: the {self.model!r} model has no sharded kernel yet")
         if not isinstance(devices, (int, np.integer)) or isinstance(devices, bool) or devices < 1:
             raise ParameterError(f"devices must be a positive integer, got {devices!r}")
         mesh = distributed.make_mesh(devices)
@@ -207,7 +243,7 @@ def load(path: str | os.PathLike) -> FittedModel:
     name = meta.get("model")
     if name not in MODELS:
         raise FormatError(f"unknown model {name!r} (known: {sorted(MODELS)})", path=str(path))
-    module = MODELS[name]
+    module = MODELS[name].module
     params = module.Params(**meta["params"])
     try:
         state = module.State(**{f: jnp.asarray(arrays[f"state.{f}"]) for f in module.State._fields})
@@ -233,8 +269,18 @@ class _Estimator:
 
     name: ClassVar[str]
     module: ClassVar[ModuleType]
+    #: command-line options of this model (``jaxtopics fit --model NAME``), beyond the shared
+    #: --alpha/--beta/--sampler
+    options: ClassVar[tuple[Option, ...]] = ()
+    #: the corpus must carry sentence boundaries (``Corpus.from_texts(..., sentences=True)``)
+    needs_sentences: ClassVar[bool] = False
 
     params: Any
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "name" in cls.__dict__:
+            MODELS[cls.name] = cls
 
     def fit(self, corpus: Corpus, num_sweeps: int = 1000, seed: int = 0, *, eval_every: int = 10,
             progress: bool | None = None, checkpoint_every: int | None = None,
@@ -281,6 +327,7 @@ class LDA(_Estimator):
 
     name = "lda"
     module = lda
+    options = (Option("--num-topics", "num_topics", int, "K, the number of topics"),)
 
     def __init__(self, num_topics: int = 20, alpha: float = 0.1, beta: float = 0.01,
                  sampler: str = "parallel", *, num_blocks: int = 64, mh_steps: int = 0,

@@ -40,15 +40,37 @@ def chain_keys(seed: int) -> tuple[Array, Array]:
 @partial(jax.jit, static_argnums=(0, 1), donate_argnums=(3,))
 def _run_chunk(model: ModuleType, params: Any, data: Any, state: Any, chain_key: Array,
                start: Array, stop: Array):
-    """Sweeps start..stop-1 of `model`; returns (state, log joint, tokens changed in last sweep)."""
+    """Sweeps start..stop-1 of `model`; returns (state, log joint, tokens changed in the last
+    sweep, sweeps done).
 
-    def body(t, carry):
-        st, _ = carry
-        st, info = model.sweep(jax.random.fold_in(chain_key, t), st, data, params)
-        return st, info.changed
+    A model that can run out of capacity (it defines ``grow``) reports ``info.overflow`` from a
+    sweep that needed more room than its state has: that sweep is discarded (the state before it
+    is kept) and the loop stops there, so the driver can grow the state outside jit and redo the
+    sweep with the same key. Nothing is capped and no draw is lost.
+    """
+    if not hasattr(model, "grow"):
+        def body(t, carry):
+            st, _ = carry
+            st, info = model.sweep(jax.random.fold_in(chain_key, t), st, data, params)
+            return st, info.changed
 
-    state, changed = jax.lax.fori_loop(start, stop, body, (state, jnp.int32(0)))
-    return state, model.log_joint(state, data, params), changed
+        state, changed = jax.lax.fori_loop(start, stop, body, (state, jnp.int32(0)))
+        return state, model.log_joint(state, data, params), changed, stop
+
+    def cond(carry):
+        t, _, _, overflow = carry
+        return (t < stop) & ~overflow
+
+    def step(carry):
+        t, st, changed, _ = carry
+        new, info = model.sweep(jax.random.fold_in(chain_key, t), st, data, params)
+        overflow = info.overflow
+        st = jax.tree.map(lambda a, b: jnp.where(overflow, a, b), st, new)
+        return (t + (~overflow).astype(t.dtype), st, jnp.where(overflow, changed, info.changed),
+                overflow)
+
+    t, state, changed, _ = jax.lax.while_loop(cond, step, (start, state, jnp.int32(0), jnp.bool_(False)))
+    return state, model.log_joint(state, data, params), changed, t
 
 
 def _boundaries(start: int, stop: int, *every: int | None) -> list[int]:
@@ -68,7 +90,10 @@ def run_sweeps(model: ModuleType, params: Any, data: Any, state: Any, chain_key:
                ) -> tuple[Any, list[TracePoint]]:
     """Run sweeps start..start+num_sweeps-1; evaluate every `eval_every` sweeps (and at the end).
 
-    `state` is donated (do not reuse the argument). `progress=None` shows a tqdm bar only when
+    `state` is donated (do not reuse the argument). A model with a ``grow(state, data, params)
+    -> state`` function (nonparametric models with a static capacity) is grown here, outside
+    jit, whenever a sweep reports ``info.overflow``; the returned state may then have larger
+    shapes than the one passed in. `progress=None` shows a tqdm bar only when
     stderr is a terminal. `on_checkpoint(state, sweeps_done, trace)` is called every
     `checkpoint_every` sweeps; `on_chunk(state, sweeps_done, trace)` after every jitted chunk (so a
     caller interrupted by Ctrl-C still holds a valid state: the argument buffer was donated).
@@ -85,9 +110,13 @@ def run_sweeps(model: ModuleType, params: Any, data: Any, state: Any, chain_key:
     done = start
     try:
         for point in _boundaries(start, stop, eval_every, checkpoint_every):
-            state, lj, changed = _run_chunk(model, params, data, state, chain_key,
-                                            jnp.int32(done), jnp.int32(point))
-            steps, done = point - done, point
+            steps = point - done
+            while done < point:
+                state, lj, changed, reached = _run_chunk(model, params, data, state, chain_key,
+                                                         jnp.int32(done), jnp.int32(point))
+                done = int(reached)
+                if done < point:       # sweep `done` needed more capacity: grow, then redo it
+                    state = model.grow(state, data, params)
             if (eval_every and point % eval_every == 0) or point == stop:
                 trace.append(TracePoint(point, float(lj) / max(num_tokens, 1),
                                         int(changed) / max(num_tokens, 1), time.perf_counter() - t0))

@@ -50,10 +50,12 @@ from ..ops import (
 __all__ = [
     "Params", "State", "Data", "SweepInfo", "SAMPLERS",
     "check_params", "prepare", "init", "state_from_assignments", "sweep", "log_joint",
-    "estimate", "fold_in", "assignments",
+    "estimate", "fold_in", "assignments", "rebuild",
 ]
 
 SAMPLERS = ("parallel", "sequential", "uncollapsed")
+#: ``jaxtopics.distributed`` can shard this model's ``parallel`` kernel over devices
+SHARDABLE = True
 INITS = ("random", "incremental")
 
 
@@ -404,6 +406,11 @@ def estimate(state: State, params: Params) -> dict[str, Array]:
     theta = (state.doc_topic + params.alpha) / (nd + k * params.alpha)
     phi = (state.word_topic.T + params.beta) / (state.topic[:, None] + v * params.beta)
     return {"theta": theta, "phi": phi}
+
+
+def rebuild(state: State, data: Data, params: Params) -> State:
+    """The state with its count tables recounted from the topics z (after loading a file)."""
+    return state_from_assignments(state.z[:-1], data, params)
 
 
 def assignments(state: State) -> Array:

@@ -2,16 +2,18 @@
 
 from .counts import count_table, move_counts, table_cells
 from .mh import mh_accept, propose_from_members
-from .polya import dirichlet_multinomial_log_evidence, log_rising_factorial
+from .polya import block_log_predictive, dirichlet_multinomial_log_evidence, log_rising_factorial
 from .sampling import categorical, categorical_logits, chunked_map, log_dirichlet, uniform_index
-from .schedule import strided_blocks
+from .schedule import grouped_counts, strided_blocks
 
 __all__ = [
+    "block_log_predictive",
     "categorical",
     "categorical_logits",
     "chunked_map",
     "count_table",
     "dirichlet_multinomial_log_evidence",
+    "grouped_counts",
     "log_dirichlet",
     "log_rising_factorial",
     "mh_accept",

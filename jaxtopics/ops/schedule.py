@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["strided_blocks"]
+__all__ = ["strided_blocks", "grouped_counts"]
 
 
 def strided_blocks(num_items: int, num_blocks: int) -> tuple[np.ndarray, np.ndarray]:
@@ -23,3 +23,29 @@ def strided_blocks(num_items: int, num_blocks: int) -> tuple[np.ndarray, np.ndar
     index = np.arange(b * c, dtype=np.int64).reshape(c, b).T
     valid = index < num_items
     return np.where(valid, index, num_items).astype(np.int32), valid
+
+
+def grouped_counts(item_ids: np.ndarray, group_offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct items of each group and their multiplicities, padded to the widest group.
+
+    `item_ids` [N]: e.g. word ids in corpus order; `group_offsets` [G+1]: where each group
+    (document, sentence) starts, then N. Returns ``(items [G, M] int32, counts [G, M] int32)``
+    with M the largest number of distinct items in a group; padding slots hold item 0 with count
+    0, so ``ops.block_log_predictive`` ignores them. Host-side numpy, O(N log N).
+    """
+    item_ids = np.asarray(item_ids, np.int64)
+    offsets = np.asarray(group_offsets, np.int64)
+    g = offsets.shape[0] - 1
+    group = np.repeat(np.arange(g), np.diff(offsets))
+    if item_ids.shape[0] == 0:
+        return np.zeros((g, 1), np.int32), np.zeros((g, 1), np.int32)
+    pairs, counts = np.unique(np.stack([group, item_ids]), axis=1, return_counts=True)
+    per_group = np.bincount(pairs[0], minlength=g)
+    m = max(int(per_group.max()), 1)
+    starts = np.concatenate([[0], np.cumsum(per_group)[:-1]])
+    slot = np.arange(pairs.shape[1]) - starts[pairs[0]]
+    items = np.zeros((g, m), np.int32)
+    mult = np.zeros((g, m), np.int32)
+    items[pairs[0], slot] = pairs[1]
+    mult[pairs[0], slot] = counts
+    return items, mult
