@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import argparse
+import builtins
 import csv
 import sys
 import time
@@ -33,13 +34,19 @@ def _read_corpus(args: argparse.Namespace) -> Corpus:
     sentences = args.sentences or _registry()[args.model].needs_sentences
     if fmt == "auto":
         fmt = {".ldac": "ldac", ".dat": "ldac", ".jsonl": "jsonl"}.get(path.suffix.lower(), "text")
-    if fmt == "ldac":
-        return Corpus.from_ldac(path, vocab=args.vocab)
-    if args.vocab:
-        raise JaxTopicsError(f"--vocab only applies to --format ldac (got --format {fmt})")
     if sentences and fmt == "ldac":
         raise JaxTopicsError("--sentences needs a text input (--format text or jsonl): LDA-C "
                              "counts have no sentence boundaries")
+    if args.vocab and fmt != "ldac":
+        raise JaxTopicsError(f"--vocab only applies to --format ldac (got --format {fmt})")
+    if args.coordinator:                  # a multi-process fit: this process's documents only
+        from . import distributed
+        if fmt == "ldac":
+            return distributed.read_process_corpus(path, fmt, vocab=args.vocab)
+        extra = {"text_key": args.text_key} if fmt == "jsonl" else {}
+        return distributed.read_process_corpus(path, fmt, sentences=sentences, **extra)
+    if fmt == "ldac":
+        return Corpus.from_ldac(path, vocab=args.vocab)
     if fmt == "jsonl":
         return Corpus.from_jsonl(path, text_key=args.text_key, sentences=sentences)
     return Corpus.from_text_file(path, sentences=sentences)
@@ -80,17 +87,40 @@ def _all_options() -> list:
 def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) -> int:
     import jax
 
+    lead = jax.process_index() == 0            # a multi-process run prints and writes on process 0
+    print = builtins.print if lead else (lambda *a, **k: None)   # noqa: A001
+    devices = args.devices
+    if jax.process_count() > 1:               # shards = every process's devices
+        devices = jax.process_count() * len(jax.local_devices())
     print(f"corpus: {corpus.num_docs} documents, {corpus.num_tokens} tokens, "
-          f"{corpus.num_words} distinct words")
-    est = _estimator(args)
-    where = f"{args.devices} {jax.default_backend()} devices" if args.devices else jax.default_backend()
+          f"{corpus.num_words} distinct words" + (f" (process 0 of {jax.process_count()})"
+                                                   if jax.process_count() > 1 else ""))
+    resuming = getattr(args, "resume", False)
+    if resuming:
+        from .estimators import load
+        if out is None or not (out / "model.jtm").is_file():
+            raise JaxTopicsError(f"--resume: there is no {out / 'model.jtm' if out else 'model file'} "
+                                 "to continue")
+        model = load(out / "model.jtm")
+        if model.model != args.model:
+            raise JaxTopicsError(f"--resume: {out / 'model.jtm'} holds a {model.model!r} model, "
+                                 f"not --model {args.model}")
+        est = model
+    else:
+        est = _estimator(args)
+    where = f"{devices} {jax.default_backend()} devices" if devices else jax.default_backend()
+    if jax.process_count() > 1:
+        where += f" over {jax.process_count()} processes"
     print(f"model: {est!r}  (jax {jax.__version__}, {where})")
     ckpt = out / "model.jtm" if out is not None and args.checkpoint_every else None
     t0 = time.perf_counter()
-    model = est.fit(corpus, num_sweeps=args.sweeps, seed=args.seed, eval_every=args.eval_every,
-                    progress=False if args.no_progress else None,
-                    checkpoint_every=args.checkpoint_every, checkpoint_path=ckpt,
-                    devices=args.devices)
+    run = dict(num_sweeps=args.sweeps, eval_every=args.eval_every,
+               progress=False if args.no_progress else None,
+               checkpoint_every=args.checkpoint_every, checkpoint_path=ckpt, devices=devices)
+    if resuming:
+        model = model.resume(corpus, **run)
+    else:
+        model = est.fit(corpus, seed=args.seed, **run)
     elapsed = time.perf_counter() - t0
     print("\nlog-likelihood trace (log p(w, z) per token):")
     for p in model.trace:
@@ -105,7 +135,9 @@ def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) 
     print(model.summary(n=args.top_words))
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-        model.save(out / "model.jtm")
+        model.save(out / "model.jtm")        # collective; process 0 writes
+        if not lead:
+            return 0
         with open(out / "topics.txt", "w", encoding="utf-8") as f:
             for k, words in enumerate(model.top_words(args.top_words)):
                 f.write(f"{k}\t" + " ".join(w for w, _ in words) + "\n")
@@ -130,6 +162,11 @@ def _add_model_args(p: argparse.ArgumentParser, *, sweeps: int) -> None:
     p.add_argument("--checkpoint-every", type=int, default=None,
                    help="save OUT/model.jtm every this many sweeps (resumable)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--coordinator", default=None, metavar="HOST:PORT",
+                   help="multi-process fit: address of process 0 (jax.distributed.initialize); "
+                        "each process reads its own documents, process 0 writes the outputs")
+    p.add_argument("--num-processes", type=int, default=None, help="multi-process fit: processes")
+    p.add_argument("--process-id", type=int, default=None, help="multi-process fit: this process")
     p.add_argument("--devices", type=int, default=None,
                    help="shard the documents over this many devices (LDA, parallel sampler); on a "
                         "CPU the process is split into this many XLA CPU devices")
@@ -146,6 +183,9 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--vocab", help="vocabulary file for LDA-C (one word per line)")
     fit.add_argument("--text-key", default="text")
     fit.add_argument("--out", "-o", required=True, help="output directory")
+    fit.add_argument("--resume", action="store_true",
+                     help="continue the chain saved in OUT/model.jtm for --sweeps more sweeps "
+                          "(same corpus; the same process x device layout as the saved run)")
     _add_model_args(fit, sweeps=500)
     demo = sub.add_parser("demo", help="fit LDA on the embedded Python-docs corpus (no download)")
     demo.add_argument("--out", "-o", default=None, help="optional output directory")
@@ -165,6 +205,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.devices > 1:
             jax.config.update("jax_num_cpu_devices", args.devices)
     try:
+        if getattr(args, "coordinator", None):
+            if args.num_processes is None or args.process_id is None:
+                raise JaxTopicsError("--coordinator needs --num-processes and --process-id")
+            from . import distributed
+            distributed.initialize(args.coordinator, args.num_processes, args.process_id)
         if args.command == "fit":
             return _fit_and_report(_read_corpus(args), args, Path(args.out))
         if args.command == "demo":

@@ -40,8 +40,9 @@ try:                                    # jax >= 0.6 exports shard_map at the to
 except ImportError:                     # pragma: no cover - older jax
     from jax.experimental.shard_map import shard_map as _shard_map
 
-__all__ = ["AXIS", "ShardedData", "ShardedLDA", "split_documents", "make_mesh", "prepare", "init",
-           "shard_state", "place", "sweep", "log_joint", "gather"]
+__all__ = ["AXIS", "ShardedData", "ShardedLDA", "initialize", "read_process_corpus",
+           "global_fingerprint", "balanced_ranges", "split_documents", "make_mesh", "prepare", "init",
+           "shard_state", "recount", "place", "sweep", "log_joint", "gather"]
 
 AXIS = "shards"
 
@@ -62,13 +63,7 @@ def split_documents(corpus: Corpus, num_shards: int) -> list[np.ndarray]:
         raise ParameterError(f"num_shards must be a positive integer, got {num_shards!r}")
     if num_shards > corpus.num_docs:
         raise ParameterError(f"num_shards={num_shards} is more than the {corpus.num_docs} documents")
-    ends = np.cumsum(corpus.doc_lengths)
-    cuts, prev = [], 0
-    for i in range(1, num_shards):              # cut after the document holding token i N / P
-        c = int(np.searchsorted(ends, corpus.num_tokens * i / num_shards, side="left")) + 1
-        prev = min(max(c, prev + 1), corpus.num_docs - (num_shards - i))
-        cuts.append(prev)
-    bounds = [0, *cuts, corpus.num_docs]
+    bounds = balanced_ranges(corpus.doc_lengths, num_shards)
     shards = [np.arange(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
     empty = [s for s, ix in enumerate(shards) if corpus.doc_lengths[ix].sum() == 0]
     if empty:
@@ -76,9 +71,112 @@ def split_documents(corpus: Corpus, num_shards: int) -> list[np.ndarray]:
     return shards
 
 
+def initialize(coordinator_address: str | None = None, num_processes: int | None = None,
+               process_id: int | None = None, **kwargs) -> None:
+    """Join a multi-process run: ``jax.distributed.initialize`` with the same arguments, after
+    selecting the gloo collectives for CPU devices (GPUs use NCCL). Call it first, before any
+    computation; then every process sees the devices of all processes in ``jax.devices()``."""
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(coordinator_address=coordinator_address, num_processes=num_processes,
+                               process_id=process_id, **kwargs)
+
+
+def read_process_corpus(path, fmt: str = "ldac", vocab=None, **text_kwargs) -> Corpus:
+    """This process's documents of a corpus file: a contiguous range of documents (lines),
+    ranges balanced by tokens over ``jax.process_count()`` processes, read without building the
+    other processes' token arrays. `fmt`: "ldac" (with `vocab`, a file or word list; without
+    it words are named by id over the global id range) or "text" / "jsonl" (tokenised with
+    ``Corpus.from_texts`` options; the vocabulary is merged over all processes, ordered as a
+    single-process ``from_texts`` orders it; ranges are balanced by characters). One process:
+    the whole file."""
+    from . import io as _io
+
+    processes, me = jax.process_count(), jax.process_index()
+    if fmt == "ldac":
+        doc_tokens = _io.ldac_doc_tokens(path)
+        _check_enough_docs(doc_tokens.shape[0], processes, path)
+        bounds = balanced_ranges(doc_tokens, processes)
+        word_ids, offsets = _io.read_ldac(path, (bounds[me], bounds[me + 1]))
+        if vocab is None:
+            top = int(word_ids.max()) + 1 if word_ids.size else 0
+            size = int(_allgather_host(np.asarray([top])).max())
+            vocab = tuple(str(i) for i in range(size))
+        elif not isinstance(vocab, (list, tuple)):
+            vocab = _io.read_vocab(vocab)
+        return Corpus.from_arrays(word_ids=word_ids, doc_offsets=offsets, vocab=tuple(vocab))
+    if fmt not in ("text", "jsonl"):
+        raise ParameterError(f"fmt must be 'ldac', 'text' or 'jsonl', got {fmt!r}")
+    if fmt == "text":
+        texts, labels = _io.read_text_lines(path), None
+    else:
+        texts, labels = _io.read_jsonl(path, text_key=text_kwargs.pop("text_key", "text"))
+    for name in ("min_df", "max_df"):
+        if name in text_kwargs and processes > 1:
+            raise ParameterError(f"{name} needs document frequencies over all processes; "
+                                 "filter the vocabulary before a multi-process fit")
+    _check_enough_docs(len(texts), processes, path)
+    bounds = balanced_ranges(np.asarray([len(t) + 1 for t in texts]), processes)
+    mine = Corpus.from_texts(texts[bounds[me]:bounds[me + 1]], **text_kwargs)
+    return mine if processes == 1 else _merge_vocab(mine)
+
+
+def _check_enough_docs(num_docs: int, processes: int, path) -> None:
+    if num_docs < processes:
+        raise ParameterError(f"{path}: {num_docs} documents cannot be split over {processes} processes")
+
+
+def _merge_vocab(local: Corpus) -> Corpus:
+    """Re-map a process's corpus onto the vocabulary of all processes' words, ordered by
+    descending total frequency, then alphabetically (as ``Corpus.from_texts`` orders it)."""
+    blob = np.frombuffer("\n".join(local.vocab).encode("utf-8"), np.uint8)
+    counts = local.word_counts()
+    sizes = _allgather_host(np.asarray([blob.size, counts.size]))
+    width, words = int(sizes[:, 0].max()), int(sizes[:, 1].max())
+    blobs = _allgather_host(np.pad(blob, (0, width - blob.size)))
+    all_counts = _allgather_host(np.pad(counts.astype(np.int64), (0, words - counts.size)))
+    total: dict[str, int] = {}
+    for p in range(blobs.shape[0]):
+        if sizes[p, 1] == 0:
+            continue
+        names = bytes(blobs[p, :sizes[p, 0]]).decode("utf-8").split("\n")
+        for w, c in zip(names, all_counts[p, :sizes[p, 1]]):
+            total[w] = total.get(w, 0) + int(c)
+    vocab = sorted(total, key=lambda w: (-total[w], w))
+    index = {w: i for i, w in enumerate(vocab)}
+    remap = np.asarray([index[w] for w in local.vocab], np.int64)
+    word_ids = remap[local.word_ids] if local.num_tokens else local.word_ids
+    return Corpus.from_arrays(word_ids=word_ids, doc_offsets=local.doc_offsets, vocab=tuple(vocab),
+                              sentence_offsets=local.sentence_offsets, labels=local.labels)
+
+
+def global_fingerprint(local: Corpus) -> str:
+    """One fingerprint of the whole corpus of a multi-process run (every process's own part,
+    in process order); one process: ``corpus.fingerprint()``."""
+    if jax.process_count() == 1:
+        return local.fingerprint()
+    import hashlib
+    digests = _allgather_host(np.frombuffer(bytes.fromhex(local.fingerprint()), np.uint8))
+    return hashlib.sha256(b"jaxtopics-multiprocess-v1\0" + digests.tobytes()).hexdigest()
+
+
+def balanced_ranges(doc_tokens: np.ndarray, parts: int) -> list[int]:
+    """Cut documents 0..D-1 into `parts` contiguous non-empty ranges of about equal token counts;
+    returns the P+1 boundaries. Needs D >= parts."""
+    doc_tokens = np.asarray(doc_tokens, np.int64)
+    ends, total, num_docs = np.cumsum(doc_tokens), int(doc_tokens.sum()), doc_tokens.shape[0]
+    cuts, prev = [], 0
+    for i in range(1, parts):                   # cut after the document holding token i N / P
+        c = int(np.searchsorted(ends, total * i / parts, side="left")) + 1
+        prev = min(max(c, prev + 1), num_docs - (parts - i))
+        cuts.append(prev)
+    return [0, *cuts, num_docs]
+
+
 def make_mesh(num_shards: int, devices: Sequence[jax.Device] | None = None) -> Mesh:
     """A 1-d mesh over the first `num_shards` devices (default: ``jax.devices()``)."""
-    devices = list(jax.devices() if devices is None else devices)
+    if devices is None:
+        devices = sorted(jax.devices(), key=lambda dv: (dv.process_index, dv.id))
+    devices = list(devices)
     if num_shards > len(devices):
         raise ParameterError(
             f"num_shards={num_shards} but only {len(devices)} devices are visible; on a CPU start "
@@ -116,21 +214,38 @@ def _pad_shard(d: lda.Data, n_max: int, d_max: int, b_max: int, c_max: int) -> l
 
 def prepare(corpus: Corpus, params: lda.Params, num_shards: int) -> ShardedData:
     """Split the corpus into `num_shards` document ranges and lay each out as ``lda.prepare``
-    does, padded to common shapes and stacked along a leading shard axis."""
+    does, padded to common shapes and stacked along a leading shard axis.
+
+    In a multi-process run (``initialize``), `corpus` is this process's own documents
+    (``read_process_corpus``) and `num_shards` the global number of shards; this process lays
+    out its ``num_shards / process_count`` shards (host arrays), padded to the shapes common to
+    all processes. ``place`` then assembles the global arrays."""
     lda.check_params(params)
     if params.sampler != "parallel" or params.mh_steps != 0:
         raise ParameterError("sharded sweeps run the 'parallel' kernel with exact draws (mh_steps=0), "
                              f"got sampler={params.sampler!r}, mh_steps={params.mh_steps}")
-    parts = [lda.prepare(corpus.subset(ix), params) for ix in split_documents(corpus, num_shards)]
-    n_max = max(p.word.shape[0] - 1 for p in parts)
-    d_max = max(p.doc_start.shape[0] for p in parts)
-    b_max = max(p.blocks.shape[0] for p in parts)
-    c_max = max(p.blocks.shape[1] for p in parts)
+    processes = jax.process_count()
+    if num_shards % processes:
+        raise ParameterError(f"{num_shards} shards cannot be split evenly over {processes} processes")
+    parts = [lda.prepare(corpus.subset(ix), params)
+             for ix in split_documents(corpus, num_shards // processes)]
+    sizes = np.array([[p.word.shape[0] - 1 for p in parts], [p.doc_start.shape[0] for p in parts],
+                      [p.blocks.shape[0] for p in parts], [p.blocks.shape[1] for p in parts]])
+    all_sizes = _allgather_host(sizes).transpose(1, 0, 2).reshape(4, -1)   # [4, shards]
+    n_max, d_max, b_max, c_max = (int(x) for x in all_sizes.max(1))
     padded = [_pad_shard(p, n_max, d_max, b_max, c_max) for p in parts]
-    data = jax.tree.map(lambda *a: jnp.asarray(np.stack(a)), *padded)
-    return ShardedData(data=data,
-                       num_tokens=jnp.asarray([p.word.shape[0] - 1 for p in parts], jnp.int32),
-                       num_docs=jnp.asarray([p.doc_start.shape[0] for p in parts], jnp.int32))
+    stack = jnp.asarray if processes == 1 else np.asarray
+    data = jax.tree.map(lambda *a: stack(np.stack(a)), *padded)
+    return ShardedData(data=data, num_tokens=jnp.asarray(all_sizes[0], jnp.int32),
+                       num_docs=jnp.asarray(all_sizes[1], jnp.int32))
+
+
+def _allgather_host(x: np.ndarray) -> np.ndarray:
+    """[processes, ...]: `x` of every process (same shape on all), on the host; one process: x[None]."""
+    if jax.process_count() == 1:
+        return np.asarray(x)[None]
+    from jax.experimental import multihost_utils
+    return np.asarray(multihost_utils.process_allgather(np.asarray(x)))
 
 
 def _real_tokens(sdata: ShardedData) -> Array:
@@ -154,19 +269,39 @@ def _state_from_assignments(z: Array, sdata: ShardedData, params: lda.Params) ->
                      topic=count_table((k,), topics, weights=weights))
 
 
-def shard_state(state: lda.State, sdata: ShardedData) -> lda.State:
-    """Split a global ``lda.State`` (corpus order) into the shards of `sdata` (the inverse of
-    ``gather``): per-shard z [shards, n_max + 1] and doc_topic [shards, d_max, K], padded with 0."""
-    n, d = np.asarray(sdata.num_tokens), np.asarray(sdata.num_docs)
+def shard_state(state: lda.State, sdata: ShardedData, *, local: bool = False) -> lda.State:
+    """Split an ``lda.State`` in corpus order into the shards of `sdata` (the inverse of
+    ``gather``): per-shard z [shards, n_max + 1] and doc_topic [shards, d_max, K], padded with 0.
+
+    Multi-process: only this process's shards are returned (host arrays for ``place``); `state`
+    is the whole corpus's (a loaded model), or with ``local=True`` this process's documents only.
+    """
+    n_all, d_all = np.asarray(sdata.num_tokens), np.asarray(sdata.num_docs)
+    shards = _local_shards(len(n_all))
+    t0, d0 = np.concatenate([[0], np.cumsum(n_all)]), np.concatenate([[0], np.cumsum(d_all)])
+    base_t, base_d = (t0[shards[0]], d0[shards[0]]) if local else (0, 0)
     n_slots, d_max = sdata.data.word.shape[1], sdata.data.doc_start.shape[1]
     z_all, dt_all = np.asarray(state.z), np.asarray(state.doc_topic)
-    z = np.zeros((len(n), n_slots), np.int32)
-    dt = np.zeros((len(d), d_max, dt_all.shape[1]), np.int32)
-    t0, d0 = np.concatenate([[0], np.cumsum(n)]), np.concatenate([[0], np.cumsum(d)])
-    for s in range(len(n)):
-        z[s, :n[s]] = z_all[t0[s]:t0[s + 1]]
-        dt[s, :d[s]] = dt_all[d0[s]:d0[s + 1]]
+    z = np.zeros((len(shards), n_slots), np.int32)
+    dt = np.zeros((len(shards), d_max, dt_all.shape[1]), np.int32)
+    for i, s in enumerate(shards):
+        z[i, :n_all[s]] = z_all[t0[s] - base_t:t0[s + 1] - base_t]
+        dt[i, :d_all[s]] = dt_all[d0[s] - base_d:d0[s + 1] - base_d]
+    if jax.process_count() > 1:
+        return lda.State(z, dt, np.asarray(state.word_topic), np.asarray(state.topic))
     return lda.State(jnp.asarray(z), jnp.asarray(dt), state.word_topic, state.topic)
+
+
+def _local_shards(num_shards: int) -> range:
+    """Indices of this process's shards (contiguous: the mesh orders devices by process)."""
+    per = num_shards // jax.process_count()
+    return range(jax.process_index() * per, (jax.process_index() + 1) * per)
+
+
+def recount(state: lda.State, sdata: ShardedData, params: lda.Params) -> lda.State:
+    """Rebuild every count table of a placed sharded state from its topics z (on the devices;
+    in a multi-process run the global tables are summed over all processes' tokens)."""
+    return jax.jit(_state_from_assignments, static_argnums=2)(state.z, sdata, params)
 
 
 def init(key: Array, sdata: ShardedData, params: lda.Params) -> lda.State:
@@ -210,19 +345,44 @@ def log_joint(state: lda.State, sdata: ShardedData, params: lda.Params) -> Array
 
 
 def gather(state: lda.State, sdata: ShardedData) -> lda.State:
-    """The global ``lda.State`` in corpus order (host-side concatenation of the shards)."""
-    n = np.asarray(sdata.num_tokens)
-    d = np.asarray(sdata.num_docs)
-    z = np.asarray(state.z)
-    dt = np.asarray(state.doc_topic)
+    """The global ``lda.State`` in corpus order (host-side concatenation of the shards; in a
+    multi-process run every process receives all shards)."""
+    host = _host_value
+    n, d = host(sdata.num_tokens), host(sdata.num_docs)
+    z, dt = host(state.z), host(state.doc_topic)
+    word_topic, topic = jnp.asarray(host(state.word_topic)), jnp.asarray(host(state.topic))
     z_all = np.concatenate([z[s, :n[s]] for s in range(len(n))] + [np.zeros(1, np.int32)])
     doc_topic = np.concatenate([dt[s, :d[s]] for s in range(len(d))])
-    return lda.State(jnp.asarray(z_all), jnp.asarray(doc_topic), state.word_topic, state.topic)
+    return lda.State(jnp.asarray(z_all), jnp.asarray(doc_topic), word_topic, topic)
+
+
+def _host_value(x: Array) -> np.ndarray:
+    """The whole value of a (possibly multi-process) global array, on this host."""
+    if jax.process_count() == 1 or x.is_fully_addressable:
+        return np.asarray(x)
+    if not x.sharding.is_fully_replicated:     # all-gather on the devices, then read one copy
+        x = jax.jit(lambda a: a, out_shardings=NamedSharding(x.sharding.mesh, PartitionSpec()))(x)
+    return np.asarray(x.addressable_data(0))
 
 
 def place(state: lda.State, sdata: ShardedData, mesh: Mesh) -> tuple[lda.State, ShardedData]:
-    """Put the shard axis of `state` and `sdata` on the mesh devices, the global tables on all."""
+    """Put the shard axis of `state` and `sdata` on the mesh devices, the global tables on all.
+
+    Multi-process: `state` and `sdata` hold this process's shards (host arrays); the global
+    arrays are assembled from every process's part (``make_array_from_process_local_data``)."""
     sharded, replicated = NamedSharding(mesh, PartitionSpec(AXIS)), NamedSharding(mesh, PartitionSpec())
+    if jax.process_count() > 1:
+        shards = sdata.num_tokens.shape[0]
+
+        def put(x, where):
+            x = np.asarray(x)
+            shape = x.shape if where is replicated else (shards,) + x.shape[1:]
+            return jax.make_array_from_process_local_data(where, x, shape)
+        state = lda.State(put(state.z, sharded), put(state.doc_topic, sharded),
+                          put(state.word_topic, replicated), put(state.topic, replicated))
+        sdata = ShardedData(jax.tree.map(lambda a: put(a, sharded), sdata.data),
+                            put(sdata.num_tokens, replicated), put(sdata.num_docs, replicated))
+        return state, sdata
     state = lda.State(jax.device_put(state.z, sharded), jax.device_put(state.doc_topic, sharded),
                       jax.device_put(state.word_topic, replicated), jax.device_put(state.topic, replicated))
     sdata = ShardedData(jax.device_put(sdata.data, sharded), jax.device_put(sdata.num_tokens, replicated),

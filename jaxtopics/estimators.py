@@ -78,6 +78,22 @@ class FittedModel:
         return self._state
 
     @property
+    def _state(self) -> Any:
+        """The chain state in corpus order. A sharded run keeps its sharded state and gathers it
+        only when it is read (in a multi-process run every process must read it: a collective)."""
+        pending = self.__dict__.get("_pending")
+        if pending is not None:
+            sharded, to_global = pending
+            self.__dict__["_state_value"] = to_global(sharded)
+            self.__dict__["_pending"] = None
+        return self.__dict__["_state_value"]
+
+    @_state.setter
+    def _state(self, value: Any) -> None:
+        self.__dict__["_state_value"] = value
+        self.__dict__["_pending"] = None
+
+    @property
     def num_topics(self) -> int:
         """K: rows of ``topic_word`` (for nonparametric models, the active topics / clusters)."""
         return int(self._estimates()["phi"].shape[0])
@@ -93,7 +109,7 @@ class FittedModel:
     def __getattr__(self, name: str) -> Any:
         """Model-specific read-outs: every key of the module's ``estimate`` dict other than
         theta/phi (e.g. DMM's ``labels``, Sentence-LDA's ``sentence_topics``)."""
-        if name.startswith("_") or "_state" not in self.__dict__:
+        if name.startswith("_") or "_state_value" not in self.__dict__:
             raise AttributeError(name)
         values = self._estimates()
         if name in values and name not in ("theta", "phi"):
@@ -171,10 +187,11 @@ class FittedModel:
         documents over the first `devices` devices (``jaxtopics.distributed``; LDA's parallel
         kernel only); None runs on the default device.
         """
-        if corpus.fingerprint() != self.corpus_fingerprint:
+        fingerprint = _fingerprint(corpus)
+        if fingerprint != self.corpus_fingerprint:
             raise CorpusError("resume: this corpus is not the one the model was fitted on "
-                              f"(fingerprint {corpus.fingerprint()[:12]} != {self.corpus_fingerprint[:12]})")
-        if self._data is None:
+                              f"(fingerprint {fingerprint[:12]} != {self.corpus_fingerprint[:12]})")
+        if self._data is None and jax.process_count() == 1:
             self._data = self._module.prepare(corpus, self.params)
             rebuild = getattr(self._module, "rebuild", None)     # recount tables from the latents
             if rebuild is not None:
@@ -190,7 +207,8 @@ class FittedModel:
             model, data, state, to_global = self._sharded(corpus, devices)
 
         def keep(state, done, trace):   # the input buffers are donated: always hold the latest
-            self._state, self.sweeps_done, self.trace = to_global(state), done, old_trace + trace
+            self.__dict__["_pending"] = (state, to_global)     # gathered only when read
+            self.sweeps_done, self.trace = done, old_trace + trace
 
         old_trace = list(self.trace)
         state, trace = run_sweeps(
@@ -212,7 +230,12 @@ class FittedModel:
             raise ParameterError(f"devices must be a positive integer, got {devices!r}")
         mesh = distributed.make_mesh(devices)
         sdata = distributed.prepare(corpus, self.params, devices)
-        state, sdata = distributed.place(distributed.shard_state(self._state, sdata), sdata, mesh)
+        local = self.__dict__.get("_local_state", False)     # a multi-process fit's own init
+        state, sdata = distributed.place(distributed.shard_state(self._state, sdata, local=local),
+                                         sdata, mesh)
+        if jax.process_count() > 1:
+            state = distributed.recount(state, sdata, self.params)   # global tables over processes
+        self.__dict__["_local_state"] = False
         return (distributed.ShardedLDA(mesh), sdata, state,
                 lambda st: distributed.gather(st, sdata))
 
@@ -227,7 +250,10 @@ class FittedModel:
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the model to one file (npz + json metadata, version-tagged, atomic)."""
-        arrays = {f"state.{k}": np.asarray(v) for k, v in self._state._asdict().items()}
+        state = self._state            # every process of a multi-process run gathers it ...
+        if jax.process_index() != 0:    # ... and process 0 alone writes the file
+            return
+        arrays = {f"state.{k}": np.asarray(v) for k, v in state._asdict().items()}
         arrays["vocab"] = np.asarray(self.vocab, dtype=str)
         arrays["trace"] = np.asarray(self.trace, dtype=np.float64).reshape(-1, 4)
         meta = {"model": self.model, "params": self.params._asdict(), "seed": self.seed,
@@ -253,6 +279,14 @@ def load(path: str | os.PathLike) -> FittedModel:
     return FittedModel(name, params, tuple(str(w) for w in arrays["vocab"]), int(meta["seed"]),
                        state, None, meta["corpus_fingerprint"], int(meta["sweeps_done"]), trace,
                        int(meta["num_tokens"]))
+
+
+def _fingerprint(corpus: Corpus) -> str:
+    """The corpus fingerprint; in a multi-process run, of all processes' documents together."""
+    if jax.process_count() == 1:
+        return corpus.fingerprint()
+    from . import distributed
+    return distributed.global_fingerprint(corpus)
 
 
 def _check_sweeps(num_sweeps: int, eval_every: int, checkpoint_every: int | None) -> None:
@@ -301,9 +335,18 @@ class _Estimator:
         _check_sweeps(num_sweeps, eval_every, checkpoint_every)
         data = self.module.prepare(corpus, self.params)
         init_key, _ = chain_keys(int(seed))
+        num_tokens = corpus.num_tokens
+        if jax.process_count() > 1:        # this process's documents of a multi-process fit
+            from . import distributed
+            if devices is None:
+                raise ParameterError("a multi-process fit is sharded: pass devices= (the number of "
+                                     "shards over all processes)")
+            init_key = jax.random.fold_in(init_key, jax.process_index())
+            num_tokens = int(distributed._allgather_host(np.asarray([num_tokens])).sum())
         state = self.module.init(init_key, data, self.params)
         fitted = FittedModel(self.name, self.params, corpus.vocab, int(seed), state, data,
-                             corpus.fingerprint(), 0, [], corpus.num_tokens)
+                             _fingerprint(corpus), 0, [], num_tokens)
+        fitted.__dict__["_local_state"] = jax.process_count() > 1
         if checkpoint_path is not None and checkpoint_every is None:
             checkpoint_every = eval_every
         return fitted.resume(corpus, num_sweeps, eval_every=eval_every, progress=progress,
@@ -327,15 +370,17 @@ class LDA(_Estimator):
 
     name = "lda"
     module = lda
-    options = (Option("--num-topics", "num_topics", int, "K, the number of topics"),)
+    options = (Option("--num-topics", "num_topics", int, "K, the number of topics"),
+               Option("--sync-every", "sync_every", int,
+                      "sharded runs: blocks between exchanges of word-topic moves (LDA; default 1)"))
 
     def __init__(self, num_topics: int = 20, alpha: float = 0.1, beta: float = 0.01,
                  sampler: str = "parallel", *, num_blocks: int = 64, mh_steps: int = 0,
-                 chunk_size: int = 8192, init: str = "random"):
+                 chunk_size: int = 8192, init: str = "random", sync_every: int = 1):
         self.params = lda.check_params(lda.Params(
             num_topics=num_topics, alpha=_number(alpha, "alpha"), beta=_number(beta, "beta"),
             sampler=sampler, num_blocks=num_blocks, mh_steps=mh_steps, chunk_size=chunk_size,
-            init=init))
+            init=init, sync_every=sync_every))
 
 
 def _number(x: Any, name: str) -> float:

@@ -122,17 +122,24 @@ def _ldac_diagnose(line: str, path: PathLike, lineno: int) -> FormatError:
     return FormatError(f"malformed line {line[:80]!r}", path, lineno)
 
 
-def read_ldac(path: PathLike) -> tuple[np.ndarray, np.ndarray]:
+def read_ldac(path: PathLike, documents: tuple[int, int] | None = None
+              ) -> tuple[np.ndarray, np.ndarray]:
     """Read an LDA-C file (``N id:count id:count ...`` per document, ``0`` = empty document).
 
     Returns ``(word_ids int32 [N], doc_offsets int64 [D+1])``; each pair ``id:count`` becomes
-    ``count`` repeated tokens ``id`` in file order.
+    ``count`` repeated tokens ``id`` in file order. `documents=(start, stop)` reads only those
+    lines (a process of a multi-process fit holds only its own documents); errors still name
+    the line of the file.
     """
     lines = _lines(_read_text(path))
+    first = 0
+    if documents is not None:
+        first = documents[0]
+        lines = lines[documents[0]:documents[1]]
     match = _LDAC_LINE.fullmatch
     npairs = np.empty(len(lines), dtype=np.int64)
     bodies: list[str] = []
-    for i, line in enumerate(lines):
+    for i, line in enumerate(lines, start=first):
         m = match(line)
         if m is None:
             raise _ldac_diagnose(line, path, i + 1)
@@ -145,7 +152,7 @@ def read_ldac(path: PathLike) -> tuple[np.ndarray, np.ndarray]:
                 path,
                 i + 1,
             )
-        npairs[i] = n
+        npairs[i - first] = n
         bodies.append(body)
     flat = " ".join(bodies).replace(":", " ").split()
     pair_end = np.cumsum(npairs)
@@ -153,18 +160,27 @@ def read_ldac(path: PathLike) -> tuple[np.ndarray, np.ndarray]:
         vals = np.array(flat, dtype=np.int64) if flat else np.zeros(0, dtype=np.int64)
     except (OverflowError, ValueError):  # a number beyond int64: find it for the message
         k = next(j for j, s in enumerate(flat) if len(s) > 18 and int(s) > _INT32_MAX)
-        line = int(np.searchsorted(pair_end, k // 2, side="right")) + 1
+        line = int(np.searchsorted(pair_end, k // 2, side="right")) + 1 + first
         raise FormatError(f"number {flat[k]} is too large", path, line) from None
     ids, counts = vals[0::2], vals[1::2]
     for what, col in (("word id", ids), ("count", counts)):
         if col.size and col.max() > _INT32_MAX:
             k = int(np.argmax(col > _INT32_MAX))
-            line = int(np.searchsorted(pair_end, k, side="right")) + 1
+            line = int(np.searchsorted(pair_end, k, side="right")) + 1 + first
             raise FormatError(f"{what} {int(col[k])} is too large", path, line)
     token_end = np.concatenate([[0], np.cumsum(counts)])
     doc_offsets = np.concatenate([[0], token_end[pair_end]]).astype(np.int64)
     word_ids = np.repeat(ids.astype(np.int32), counts)
     return word_ids, doc_offsets
+
+
+def ldac_doc_tokens(path: PathLike) -> np.ndarray:
+    """Tokens of every document of an LDA-C file ([D] int64), without building token arrays
+    (used to balance a multi-process fit by tokens)."""
+    out = []
+    for line in _lines(_read_text(path)):
+        out.append(sum(int(p.rsplit(":", 1)[1]) for p in line.split()[1:] if ":" in p))
+    return np.asarray(out, dtype=np.int64)
 
 
 def write_ldac(path: PathLike, corpus: Corpus) -> None:

@@ -72,6 +72,10 @@ class Params(NamedTuple):
     chunk_size: tokens per chunk wherever a [tokens, K] working array is needed.
     init: "incremental" (each block drawn from (1) given the blocks before it, as the first
     sweep of Griffiths & Steyvers / tomotopy's initialisation) or "random" (uniform topics).
+    sync_every: sharded sweeps only (``jaxtopics.distributed``): blocks between two exchanges of
+    the word-topic moves. 1 = after every block (one sharded sweep == the one-device blocked
+    sweep); E > 1 applies a device's own moves at once and the other devices' every E blocks
+    (E times fewer collectives, for slow links such as processes on several hosts).
     """
 
     num_topics: int
@@ -82,6 +86,7 @@ class Params(NamedTuple):
     mh_steps: int = 0
     chunk_size: int = 8192
     init: str = "random"
+    sync_every: int = 1
 
 
 class Data(NamedTuple):
@@ -133,7 +138,7 @@ def check_params(params: Params) -> Params:
         raise ParameterError(f"sampler must be one of {SAMPLERS}, got {params.sampler!r}")
     if params.init not in INITS:
         raise ParameterError(f"init must be one of {INITS}, got {params.init!r}")
-    for name, low in (("num_blocks", 1), ("mh_steps", 0), ("chunk_size", 1)):
+    for name, low in (("num_blocks", 1), ("mh_steps", 0), ("chunk_size", 1), ("sync_every", 1)):
         v = getattr(params, name)
         if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < low:
             raise ParameterError(f"{name} must be an integer >= {low}, got {v!r}")
@@ -327,6 +332,8 @@ def _parallel_sweep(key: Array, state: State, data: Data, params: Params,
     block_doc, block_word = data.doc[data.blocks], data.word[data.blocks]
     block_u = jax.random.uniform(key, data.blocks.shape)
 
+    delayed = axis_name is not None and params.sync_every > 1
+
     def block(carry, xs):
         st, changed = carry
         pos, valid, doc, word, u, b = xs
@@ -337,12 +344,35 @@ def _parallel_sweep(key: Array, state: State, data: Data, params: Params,
         else:
             u = jax.random.uniform(jax.random.fold_in(key, b), (params.mh_steps, 4) + pos.shape)
             new = _mh_block_draw(u, pos, doc, word, old, st, data, params, v)
-        st = _apply_moves(st, pos, doc, word, old, new, valid, axis_name)
-        return (st, changed + jnp.sum(valid & (new != old), dtype=jnp.int32)), None
+        st = _apply_moves(st, pos, doc, word, old, new, valid, None if delayed else axis_name)
+        moves = (word, old, new, valid.astype(jnp.int32)) if delayed else None
+        return (st, changed + jnp.sum(valid & (new != old), dtype=jnp.int32)), moves
 
-    (state, changed), _ = jax.lax.scan(
-        block, (state, jnp.int32(0)),
-        (data.blocks, data.valid, block_doc, block_word, block_u, jnp.arange(num_blocks)))
+    xs = (data.blocks, data.valid, block_doc, block_word, block_u, jnp.arange(num_blocks))
+    if not delayed:
+        (state, changed), _ = jax.lax.scan(block, (state, jnp.int32(0)), xs)
+        return state, SweepInfo(changed)
+
+    # Delayed exchange: E blocks with local moves only, then the other shards' moves of those
+    # E blocks in one all_gather (padding blocks to a multiple of E are empty).
+    e = params.sync_every
+    groups = -(-num_blocks // e)
+    fill = groups * e - num_blocks
+    n_slot = data.word.shape[0] - 1
+    xs = tuple(jnp.concatenate([x, jnp.full((fill,) + x.shape[1:], n_slot if i == 0 else 0, x.dtype)])
+               .reshape((groups, e) + x.shape[1:]) for i, x in enumerate(xs))
+
+    def group(carry, gxs):
+        (st, changed), moves = jax.lax.scan(block, carry, gxs)
+        word, old, new, weight = (jax.lax.all_gather(m.reshape(-1), axis_name) for m in moves)
+        mine = jnp.arange(word.shape[0])[:, None] == jax.lax.axis_index(axis_name)
+        weight = jnp.where(mine, 0, weight).reshape(-1)
+        word, old, new = word.reshape(-1), old.reshape(-1), new.reshape(-1)
+        st = st._replace(word_topic=move_counts(st.word_topic, word, old, new, weight),
+                         topic=move_counts(st.topic, None, old, new, weight))
+        return (st, changed), None
+
+    (state, changed), _ = jax.lax.scan(group, (state, jnp.int32(0)), xs)
     return state, SweepInfo(changed)
 
 
