@@ -563,21 +563,45 @@ def test_planted_sentence_topics_are_recovered(sampler: str) -> None:
 LEE = SHARED_DATA / "lee" / "lee_background.cor"
 
 
+def _log_joint_traces(params: slda.Params, data: slda.Data, keys, starts, num_sweeps: int):
+    """Log joint after each of `num_sweeps` sweeps of chains continuing from `starts` [chains]."""
+    @jax.jit
+    def run(keys, starts):
+        def chain(key, state):
+            def body(st, t):
+                st = slda.sweep(jax.random.fold_in(key, t), st, data, params)[0]
+                return st, slda.log_joint(st, data, params)
+            return jax.lax.scan(body, state, jnp.arange(num_sweeps))[1]
+        return jax.vmap(chain)(keys, starts)
+
+    return np.asarray(run(keys, starts), np.float64)
+
+
 @pytest.mark.slow
 def test_lee_parallel_log_joint_within_half_percent_of_sequential() -> None:
-    """Lee background corpus (300 news texts, 2,619 sentences, 31k tokens), K=10, 120 sweeps,
-    2 chains per kernel (vmapped): the mean final log joint per token of the parallel kernel
-    (64 blocks) is within 0.5 % of the exact sequential kernel's. The spread between chains of one
-    kernel is ~0.1 % here (scripts/slda_lee.py measures K=20, 300 sweeps, 4 seeds), so 0.5 %
-    detects a kernel that settles in worse states, not chain noise."""
+    """Lee background corpus (300 news texts, 2,619 sentences, 31k tokens), K=10: the parallel
+    kernel (64 blocks) holds the log joint per token within 0.5 % of the exact sequential kernel.
+
+    Paired design: 2 chains are burned in (80 parallel sweeps), then each kernel continues every
+    chain for 40 sweeps and the log joint per token is averaged over the last 30. Chains from
+    different random starts settle in different modes whose levels spread by ~0.24 % (SD over 8
+    chains, K=10, 200 sweeps, measured for this test), which would swamp a 0.5 % bar with a few
+    chains; from a shared start that spread cancels and the gap measures the kernels' stationary
+    levels (measured: 0.01 %; a fully synchronous sweep, num_blocks=1, drifts 0.08 % lower).
+    The comparison from independent random starts, K=20, 300 sweeps, 4 seeds per kernel, is
+    scripts/slda_lee.py (measured gap +0.06 %)."""
     if not LEE.exists():
         pytest.skip("../shared/data/lee not present")
     corpus = Corpus.from_text_file(LEE, sentences=True)
-    finals = {}
+    params = slda.Params(10, alpha=0.1, beta=0.01, sampler="parallel")
+    data = slda.prepare(corpus, params)
+    starts, _ = _run_chains(params, data, jax.random.split(jax.random.key(3), 2), 80)
+    keys = jax.random.split(jax.random.key(4), 2)
+    level = {}
     for sampler in ("sequential", "parallel"):
-        params = slda.Params(10, alpha=0.1, beta=0.01, sampler=sampler)
-        data = slda.prepare(corpus, params)
-        _, lj = _run_chains(params, data, jax.random.split(jax.random.key(3), 2), 120)
-        finals[sampler] = lj / corpus.num_tokens
-    seq, par = finals["sequential"].mean(), finals["parallel"].mean()
-    assert abs(par - seq) <= 0.005 * abs(seq), finals
+        p = params._replace(sampler=sampler)
+        traces = _log_joint_traces(p, data, keys, starts, 40) / corpus.num_tokens
+        assert np.isfinite(traces).all()
+        level[sampler] = traces[:, 10:].mean()
+    seq, par = level["sequential"], level["parallel"]
+    assert abs(par - seq) <= 0.005 * abs(seq), level
