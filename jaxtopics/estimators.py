@@ -24,9 +24,9 @@ from .corpus import Corpus
 from .errors import CorpusError, FormatError, ParameterError
 from .fit import TracePoint, chain_keys, run_sweeps
 from .io import load_model_file, save_model_file
-from .models import lda
+from .models import lda, slda
 
-__all__ = ["LDA", "FittedModel", "Option", "load", "MODELS"]
+__all__ = ["LDA", "SentenceLDA", "FittedModel", "Option", "load", "MODELS"]
 
 #: model name -> estimator class (filled by ``_Estimator.__init_subclass__``), for load() and the CLI
 MODELS: dict[str, type["_Estimator"]] = {}
@@ -381,6 +381,28 @@ class LDA(_Estimator):
             num_topics=num_topics, alpha=_number(alpha, "alpha"), beta=_number(beta, "beta"),
             sampler=sampler, num_blocks=num_blocks, mh_steps=mh_steps, chunk_size=chunk_size,
             init=init, sync_every=sync_every))
+
+
+class SentenceLDA(_Estimator):
+    """Sentence-LDA: every sentence's tokens share one topic (seed 000 eq. 10-12).
+
+    ``SentenceLDA(num_topics=20, alpha=0.1, beta=0.01, sampler="parallel")`` on a corpus with
+    sentences (``Corpus.from_texts(texts, sentences=True)``, or token lists of sentences);
+    samplers: "parallel" (blocks of sentences drawn at once, the fast default), "sequential"
+    (exact collapsed Gibbs, sentence by sentence). Fitted: LDA's read-outs plus
+    ``sentence_topics`` [num_sentences]. See ``jaxtopics.models.slda``.
+    """
+
+    name = "slda"
+    module = slda
+    options = (Option("--num-topics", "num_topics", int, "K, the number of topics"),)
+    needs_sentences = True
+
+    def __init__(self, num_topics: int = 20, alpha: float = 0.1, beta: float = 0.01,
+                 sampler: str = "parallel", *, num_blocks: int = 64, chunk_size: int = 8192):
+        self.params = slda.check_params(slda.Params(
+            num_topics=num_topics, alpha=_number(alpha, "alpha"), beta=_number(beta, "beta"),
+            sampler=sampler, num_blocks=num_blocks, chunk_size=chunk_size))
 
 
 def _number(x: Any, name: str) -> float:

@@ -1,0 +1,423 @@
+"""Sentence-LDA: LDA in which all tokens of a sentence share one topic (seed 000 eq. 10-12).
+
+Generative process (seed 000, Jo & Oh 2011): phi_k ~ Dir(beta); per document m,
+theta_m ~ Dir(alpha); per sentence s of m, z_ms ~ Mult(theta_m); every token of s ~ Mult(phi_z_ms).
+The topic is drawn once per *sentence*, so integrating theta_m out gives a Dirichlet-multinomial
+over the sentence topics of m, and the document factor of the collapsed conditional counts
+sentences, not tokens (the seed's text says "word tokens", which does not follow from its own
+generative process; the exact-enumeration tests check the sentence count against the enumerated
+joint). Collapsed conditional of sentence s of document m (eq. 10, with the DESIGN.md correction:
+the denominator index i runs over the tokens of the sentence):
+
+    p(z_ms = k | z_-ms, w) ∝ (c_mk^-ms + alpha)
+        * prod_{w in s} (n_kw^-ms + beta)^(N_ms^w)  /  (n_k^-ms + V beta)^(N_ms)                (10)
+
+with x^(n) = x (x+1) ... (x+n-1) the rising factorial, evaluated in log space by
+``ops.block_log_predictive`` (lgamma differences: a sentence of 10,000 tokens does not
+underflow); c_mk = sentences of m with topic k; n_kw, n_k = tokens. Eq. (10)'s document
+denominator (c_m^-ms + K alpha) is the same for every k and is dropped. Estimates (eq. 11, 12):
+theta_mk = (c_mk + alpha) / (S_m + K alpha), phi_kw = (n_kw + beta) / (n_k + V beta).
+
+Kernels (``Params.sampler``):
+
+- ``"sequential"``: exact collapsed Gibbs, sentence by sentence in corpus order, draws from (10).
+- ``"parallel"`` (default): blocked sweep. Sentences are dealt round-robin into ``num_blocks``
+  blocks (``ops.strided_blocks``), so a block rarely holds two sentences of one document; the
+  blocks are visited in turn, all sentences of a block draw at once from (10) against the counts
+  at the block's start (each leaving out its own sentence), and the counts are refreshed exactly
+  between blocks. With one sentence per block (num_blocks >= S) it is the sequential kernel.
+
+Counts are int32 tables: ``doc_topic`` [D, K] (sentences), ``word_topic`` [V, K] (tokens) and
+``topic`` [K] (tokens).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import Array
+
+from ..corpus import Corpus
+from ..errors import CorpusError, ParameterError
+from ..ops import (
+    block_log_predictive,
+    categorical_logits,
+    chunked_map,
+    count_table,
+    dirichlet_multinomial_log_evidence,
+    grouped_counts,
+    move_counts,
+    strided_blocks,
+)
+
+__all__ = [
+    "Params", "State", "Data", "SweepInfo", "SAMPLERS",
+    "check_params", "prepare", "init", "state_from_assignments", "sweep", "log_joint",
+    "estimate", "fold_in", "assignments", "rebuild",
+]
+
+SAMPLERS = ("parallel", "sequential")
+
+_FLOAT32_RANGE = (1e-30, 1e30)
+
+
+class Params(NamedTuple):
+    """Sentence-LDA hyper-parameters and kernel settings (hashable: static under jit).
+
+    num_topics: K. alpha: symmetric document-topic Dirichlet (over sentence topics). beta:
+    symmetric topic-word Dirichlet. sampler: "parallel" | "sequential". num_blocks: sentence
+    blocks per parallel sweep (the staleness of a parallel sweep is ~1/num_blocks of the corpus).
+    chunk_size: (sentence, distinct word) cells per chunk wherever a [sentences, words, K]
+    working array is needed.
+    """
+
+    num_topics: int
+    alpha: float = 0.1
+    beta: float = 0.01
+    sampler: str = "parallel"
+    num_blocks: int = 64
+    chunk_size: int = 8192
+
+
+class Data(NamedTuple):
+    """Device layout of a corpus with sentences. Sentence arrays have one dummy row at index S
+    (document 0, no words, length 0), the target of the padding slots of the blocks.
+
+    sent_doc: [S+1] document of each sentence. The distinct words of each sentence
+    (``ops.grouped_counts``) are split by multiplicity: once_words, once_counts [S+1, M1] the words
+    that occur once (count 1), rep_words, rep_counts [S+1, M2] those repeated (count >= 2), each
+    padded with word 0 and count 0. (A word seen once contributes log(n_kw + beta) to eq. (10),
+    one log; only repeated words need the lgamma differences, which cost ~5x more, and 98 % of
+    the distinct words of a news sentence occur once.) sent_len: [S+1] tokens per sentence.
+    token_sentence: [N] sentence of each token (corpus order).
+    doc_sentences: [D] sentences per document. word_freq: [V] corpus frequency of each word.
+    blocks: [B, C] sentence indices per parallel block (S = padding); valid: [B, C] bool.
+    """
+
+    sent_doc: Array
+    once_words: Array
+    once_counts: Array
+    rep_words: Array
+    rep_counts: Array
+    sent_len: Array
+    token_sentence: Array
+    doc_sentences: Array
+    word_freq: Array
+    blocks: Array
+    valid: Array
+
+
+class State(NamedTuple):
+    """Chain state: z [S+1] int32 topic of each sentence (slot S is a dummy, always 0); the int32
+    count tables doc_topic [D, K] (sentences), word_topic [V, K] and topic [K] (tokens),
+    consistent with z; token_sentence [N] int32, the sentence of every token (constant, kept in
+    the state so that token assignments can be read from a saved model without its corpus)."""
+
+    z: Array
+    doc_topic: Array
+    word_topic: Array
+    topic: Array
+    token_sentence: Array
+
+
+class SweepInfo(NamedTuple):
+    """Per-sweep diagnostics: changed = number of *tokens* whose topic changed in the sweep (the
+    summed lengths of the sentences that moved; the driver reports it as a fraction of tokens)."""
+
+    changed: Array
+
+
+def check_params(params: Params) -> Params:
+    """Validate hyper-parameters; raises ParameterError naming the bad field."""
+    k = params.num_topics
+    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
+        raise ParameterError(f"num_topics must be a positive integer, got {k!r}")
+    for name in ("alpha", "beta"):
+        v = getattr(params, name)
+        if (isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating))
+                or not np.isfinite(v) or v <= 0):
+            raise ParameterError(f"{name} must be a finite number > 0, got {v!r}")
+        if not _FLOAT32_RANGE[0] <= v <= _FLOAT32_RANGE[1]:
+            raise ParameterError(f"{name} = {v!r} is outside the float32 range the sampler "
+                                 f"computes in [{_FLOAT32_RANGE[0]:g}, {_FLOAT32_RANGE[1]:g}]")
+    if params.sampler not in SAMPLERS:
+        raise ParameterError(f"sampler must be one of {SAMPLERS}, got {params.sampler!r}")
+    for name in ("num_blocks", "chunk_size"):
+        v = getattr(params, name)
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
+            raise ParameterError(f"{name} must be an integer >= 1, got {v!r}")
+    return params
+
+
+def prepare(corpus: Corpus, params: Params) -> Data:
+    """Lay the corpus out for sentence sweeps: distinct words per sentence, blocks of sentences.
+
+    Raises CorpusError when the corpus has no sentence boundaries."""
+    if corpus.sentence_offsets is None:
+        raise CorpusError(
+            "Sentence-LDA needs a corpus with sentence boundaries, and this one has none: build it "
+            "with Corpus.from_texts(texts, sentences=True), Corpus.from_text_file(path, "
+            "sentences=True) or Corpus.from_token_lists(docs, sentences=True) with each document "
+            "a list of sentences (on the command line: a text or jsonl input)")
+    offsets = np.asarray(corpus.sentence_offsets, np.int64)
+    s = offsets.shape[0] - 1
+    lengths = np.diff(offsets)
+    words, counts = grouped_counts(corpus.word_ids, offsets)
+    once_words, once_counts = _columns_where(words, counts, counts == 1)
+    rep_words, rep_counts = _columns_where(words, counts, counts >= 2)
+    sent_doc = np.searchsorted(corpus.doc_offsets, offsets[:-1], side="right") - 1
+    blocks, valid = strided_blocks(s, params.num_blocks)
+    return Data(
+        sent_doc=jnp.asarray(np.append(sent_doc, 0).astype(np.int32)),
+        once_words=jnp.asarray(once_words), once_counts=jnp.asarray(once_counts),
+        rep_words=jnp.asarray(rep_words), rep_counts=jnp.asarray(rep_counts),
+        sent_len=jnp.asarray(np.append(lengths, 0).astype(np.int32)),
+        token_sentence=jnp.asarray(np.repeat(np.arange(s, dtype=np.int32), lengths)),
+        doc_sentences=jnp.asarray(np.bincount(sent_doc, minlength=corpus.num_docs).astype(np.int32)),
+        word_freq=jnp.asarray(np.bincount(corpus.word_ids, minlength=corpus.num_words).astype(np.int32)),
+        blocks=jnp.asarray(blocks), valid=jnp.asarray(valid),
+    )
+
+
+def _columns_where(words: np.ndarray, counts: np.ndarray, keep: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """The (word, count) cells of each row where `keep`, packed left and padded (word 0, count 0)
+    to the widest row (at least 1 column), plus one all-padding row at the end (the dummy
+    sentence)."""
+    width = max(int(keep.sum(1).max(initial=0)), 1)
+    rows, cols = np.nonzero(keep)
+    slot = np.cumsum(keep, axis=1)[rows, cols] - 1
+    out_w = np.zeros((words.shape[0] + 1, width), np.int32)
+    out_c = np.zeros((words.shape[0] + 1, width), np.int32)
+    out_w[rows, slot] = words[rows, cols]
+    out_c[rows, slot] = counts[rows, cols]
+    return out_w, out_c
+
+
+class _Sentences(NamedTuple):
+    """Inputs of a batch of sentences: doc [C], once/rep words and counts [C, M1] / [C, M2],
+    length [C] (see Data)."""
+
+    doc: Array
+    once_words: Array
+    once_counts: Array
+    rep_words: Array
+    rep_counts: Array
+    length: Array
+
+    @property
+    def words(self) -> Array:
+        """All distinct words [C, M1+M2] (with ``counts``)."""
+        return jnp.concatenate([self.once_words, self.rep_words], axis=-1)
+
+    @property
+    def counts(self) -> Array:
+        return jnp.concatenate([self.once_counts, self.rep_counts], axis=-1)
+
+
+def _sentence_inputs(data: Data, pos: Array) -> _Sentences:
+    """The inputs of the sentences `pos` (any shape)."""
+    return _Sentences(data.sent_doc[pos], data.once_words[pos], data.once_counts[pos],
+                      data.rep_words[pos], data.rep_counts[pos], data.sent_len[pos])
+
+
+def _sizes(data: Data) -> tuple[int, int, int]:
+    """(S sentences, D documents, V words), static."""
+    return data.sent_doc.shape[0] - 1, data.doc_sentences.shape[0], data.word_freq.shape[0]
+
+
+def state_from_assignments(z: Array, data: Data, params: Params) -> State:
+    """Build the count tables for given sentence topics z [S] (corpus order)."""
+    s, d, v = _sizes(data)
+    k = params.num_topics
+    sent = _sentence_inputs(data, jnp.arange(s))
+    m = sent.words.shape[1]
+    z = jnp.asarray(z, jnp.int32)
+    return State(
+        z=jnp.append(z, 0).astype(jnp.int32),
+        doc_topic=count_table((d, k), data.sent_doc[:s], z),
+        word_topic=count_table((v, k), sent.words.reshape(-1), jnp.repeat(z, m),
+                               weights=sent.counts.reshape(-1)),
+        topic=count_table((k,), z, weights=data.sent_len[:s]),
+        token_sentence=data.token_sentence,
+    )
+
+
+def init(key: Array, data: Data, params: Params) -> State:
+    """Initial state: a uniform random topic for every sentence."""
+    s, _, _ = _sizes(data)
+    return state_from_assignments(jax.random.randint(key, (s,), 0, params.num_topics), data, params)
+
+
+def _log_weights(sent: _Sentences, old: Array, state: State, params: Params, v: int,
+                 exclude_own: bool = True) -> Array:
+    """log of eq. (10) [C, K] for a batch of C sentences against the counts of `state`, each
+    sentence's own counts (at topic `old` [C]) left out when `exclude_own`.
+
+    Words seen once in the sentence contribute log(n_kw^-s + beta) (the rising factorial of one
+    factor); repeated words and the denominator go through ``ops.block_log_predictive``."""
+    own = ((jnp.arange(params.num_topics)[None, :] == old[:, None]) & exclude_own).astype(jnp.int32)
+
+    def rows(words, counts):                        # n_kw^-s [C, M, K]
+        return state.word_topic[words] - counts[:, :, None] * own[:, None, :]
+
+    doc_rows = state.doc_topic[sent.doc] - own                                 # [C, K] sentences
+    once = jnp.einsum("cm,cmk->ck", sent.once_counts.astype(jnp.float32),
+                      jnp.log(rows(sent.once_words, sent.once_counts).astype(jnp.float32)
+                              + params.beta))
+    totals = state.topic[None, :] - sent.length[:, None] * own                 # [C, K] tokens
+    repeated = block_log_predictive(rows(sent.rep_words, sent.rep_counts), sent.rep_counts,
+                                    totals, sent.length, params.beta, v * params.beta)
+    return jnp.log(doc_rows.astype(jnp.float32) + params.alpha) + once + repeated
+
+
+def _apply_moves(state: State, pos: Array, sent: _Sentences, old: Array, new: Array,
+                 valid: Array) -> State:
+    """Move sentences `pos` (with their words) from topics `old` to `new`; padding slots have
+    valid=False and move nothing."""
+    weight = valid.astype(jnp.int32)
+    words = sent.words
+    m = words.shape[-1]
+    return State(
+        z=state.z.at[pos].set(jnp.where(valid, new, 0)),
+        doc_topic=move_counts(state.doc_topic, sent.doc, old, new, weight),
+        word_topic=move_counts(state.word_topic, words.reshape(-1), jnp.repeat(old, m),
+                               jnp.repeat(new, m), (sent.counts * weight[:, None]).reshape(-1)),
+        topic=move_counts(state.topic, None, old, new, sent.length * weight),
+        token_sentence=state.token_sentence,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# kernels
+
+
+def _sequential_sweep(key: Array, state: State, data: Data, params: Params) -> tuple[State, SweepInfo]:
+    s, _, v = _sizes(data)
+    u = jax.random.uniform(key, (s,))
+
+    def step(i, carry):
+        st, changed = carry
+        pos = i[None]
+        sent = _sentence_inputs(data, pos)
+        old = st.z[pos]
+        new = categorical_logits(u[pos], _log_weights(sent, old, st, params, v))
+        st = _apply_moves(st, pos, sent, old, new, jnp.ones((1,), bool))
+        return st, changed + jnp.where(new[0] != old[0], sent.length[0], 0)
+
+    state, changed = jax.lax.fori_loop(0, s, step, (state, jnp.int32(0)))
+    return state, SweepInfo(changed)
+
+
+def _parallel_sweep(key: Array, state: State, data: Data, params: Params) -> tuple[State, SweepInfo]:
+    _, _, v = _sizes(data)
+    rows = _chunk_rows(data, params)
+    block_u = jax.random.uniform(key, data.blocks.shape)
+
+    def block(carry, xs):
+        st, changed = carry
+        pos, valid, u = xs
+        sent = _sentence_inputs(data, pos)
+        old = st.z[pos]
+        new = chunked_map(lambda c: categorical_logits(c[0], _log_weights(c[1], c[2], st, params, v)),
+                          (u, sent, old), rows)
+        st = _apply_moves(st, pos, sent, old, new, valid)
+        return (st, changed + jnp.sum(jnp.where(valid & (new != old), sent.length, 0))), None
+
+    (state, changed), _ = jax.lax.scan(block, (state, jnp.int32(0)),
+                                       (data.blocks, data.valid, block_u))
+    return state, SweepInfo(changed)
+
+
+def _chunk_rows(data: Data, params: Params) -> int:
+    """Sentences per chunk: ``chunk_size`` (sentence, distinct word) cells."""
+    return max(1, params.chunk_size // (data.once_words.shape[1] + data.rep_words.shape[1]))
+
+
+_KERNELS = {"sequential": _sequential_sweep, "parallel": _parallel_sweep}
+
+
+def sweep(key: Array, state: State, data: Data, params: Params) -> tuple[State, SweepInfo]:
+    """One sweep of the kernel ``params.sampler`` over all sentences; pure and jit/vmap-able."""
+    return _KERNELS[params.sampler](key, state, data, params)
+
+
+# --------------------------------------------------------------------------------------------
+# read-outs
+
+
+def log_joint(state: State, data: Data, params: Params) -> Array:
+    """Collapsed log p(w, z) = sum_m log DirMult(c_m. | alpha) + sum_k log DirMult(n_k. | beta)
+    (c_m.: the sentence topics of document m; n_k.: the tokens of topic k)."""
+    return (dirichlet_multinomial_log_evidence(state.doc_topic, params.alpha)
+            + dirichlet_multinomial_log_evidence(state.word_topic.T, params.beta))
+
+
+def estimate(state: State, params: Params) -> dict[str, Array]:
+    """Point estimates (eq. 11, 12) theta_mk = (c_mk + alpha) / (S_m + K alpha) over sentence
+    topics, phi_kw = (n_kw + beta) / (n_k + V beta), and ``sentence_topics`` [S] (int32).
+    Returns {"theta": [D, K], "phi": [K, V], "sentence_topics": [S]}."""
+    k = params.num_topics
+    v = state.word_topic.shape[0]
+    nd = state.doc_topic.sum(1, keepdims=True)
+    theta = (state.doc_topic + params.alpha) / (nd + k * params.alpha)
+    phi = (state.word_topic.T + params.beta) / (state.topic[:, None] + v * params.beta)
+    return {"theta": theta, "phi": phi, "sentence_topics": state.z[:-1]}
+
+
+def rebuild(state: State, data: Data, params: Params) -> State:
+    """The state with its count tables recounted from the sentence topics z (after loading)."""
+    return state_from_assignments(state.z[:-1], data, params)
+
+
+def assignments(state: State) -> Array:
+    """Topic of every token (its sentence's topic), aligned with ``corpus.word_ids`` ([N] int32)."""
+    return state.z[state.token_sentence]
+
+
+def fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps: int = 50) -> Array:
+    """theta [D_new, K] for unseen documents (with sentences), topics held fixed at the fitted phi.
+
+    Blocked Gibbs over the new sentences' topics with
+    p(z_ms = k) ∝ (c_mk^-ms + alpha) prod_{w in s} phi_kw^(N_ms^w); theta is averaged over the
+    second half of the sweeps (the first half is burn-in).
+    """
+    s, d, v = _sizes(new_data)
+    k = params.num_topics
+    if num_sweeps < 1:
+        raise ParameterError(f"fold_in: num_sweeps must be >= 1, got {num_sweeps}")
+    if v > state.word_topic.shape[0]:
+        raise ParameterError("fold_in: new documents use word ids outside the fitted vocabulary")
+    log_phi = jnp.log(estimate(state, params)["phi"]).T                    # [V_fit, K]
+    # log p(sentence | topic k) with phi fixed, [S+1, K], made once
+    loglik = chunked_map(
+        lambda c: jnp.einsum("cm,cmk->ck", c.counts.astype(jnp.float32), log_phi[c.words]),
+        _sentence_inputs(new_data, jnp.arange(s + 1)), _chunk_rows(new_data, params))
+    z0 = jnp.append(jax.random.randint(jax.random.fold_in(key, 0), (s,), 0, k), 0)
+    ndk = count_table((d, k), new_data.sent_doc[:s], z0[:s])
+
+    def one_sweep(carry, t):
+        z, ndk, acc = carry
+        u_all = jax.random.uniform(jax.random.fold_in(key, t + 1), new_data.blocks.shape)
+
+        def block(inner, xs):
+            z, ndk = inner
+            pos, valid, u = xs
+            doc, old = new_data.sent_doc[pos], z[pos]
+            own = (jnp.arange(k)[None, :] == old[:, None]).astype(jnp.int32)
+            logits = jnp.log((ndk[doc] - own).astype(jnp.float32) + params.alpha) + loglik[pos]
+            new = categorical_logits(u, logits)
+            z = z.at[pos].set(jnp.where(valid, new, 0))
+            return (z, move_counts(ndk, doc, old, new, valid.astype(jnp.int32))), None
+
+        (z, ndk), _ = jax.lax.scan(block, (z, ndk), (new_data.blocks, new_data.valid, u_all))
+        keep = (t >= num_sweeps // 2).astype(jnp.float32)
+        theta = (ndk + params.alpha) / (ndk.sum(1, keepdims=True) + k * params.alpha)
+        return (z, ndk, acc + keep * theta), None
+
+    (_, _, acc), _ = jax.lax.scan(one_sweep, (z0, ndk, jnp.zeros((d, k), jnp.float32)),
+                                  jnp.arange(num_sweeps))
+    return acc / (num_sweeps - num_sweeps // 2)
