@@ -91,6 +91,8 @@ def _zipf_weights(num_words: int, exponent: float) -> np.ndarray:
 
 
 def _check_positive(name: str, value: float, *, integer: bool = False) -> None:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+        raise ParameterError(f"{name} must be a positive number, got {value!r}")
     ok = value > 0 and np.isfinite(value)
     if integer:
         ok = ok and float(value).is_integer()
@@ -146,8 +148,8 @@ def synthetic_lda(
     if not (np.isfinite(rank_noise) and rank_noise >= 0):
         raise ParameterError(f"rank_noise must be finite and >= 0, got {rank_noise!r}")
     D, V, K = int(num_docs), int(num_words), int(num_topics)
-    if K > np.iinfo(np.int32).max or V > np.iinfo(np.int32).max:
-        raise ParameterError("num_topics and num_words must fit in int32")
+    if max(D, K, V) > np.iinfo(np.int32).max:
+        raise ParameterError("num_docs, num_topics and num_words must fit in int32")
     rng = np.random.default_rng(seed)
 
     # Topics: one Dirichlet draw per topic over its own (noisy Zipf) ranking.

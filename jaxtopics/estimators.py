@@ -10,6 +10,7 @@ to model files (io.py). Every later model follows the same public contract:
 
 from __future__ import annotations
 
+import numbers
 import os
 from types import ModuleType
 from typing import Any, ClassVar
@@ -292,7 +293,8 @@ class LDA(_Estimator):
 
 
 def _number(x: Any, name: str) -> float:
-    try:
-        return float(x)
-    except (TypeError, ValueError):
-        raise ParameterError(f"{name} must be a number, got {x!r}") from None
+    """A real number (not a bool or a string) as a float; the model's check_params checks its
+    range (``validate.check_float32``)."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
+        raise ParameterError(f"{name} must be a number, got {x!r}")
+    return float(x)

@@ -172,3 +172,40 @@ def test_incremental_init_is_consistent_and_better_than_uniform(small_corpus):
     assert logs["incremental"] > logs["random"]
     with pytest.raises(ParameterError, match="init"):
         jt.LDA(3, init="kmeans")
+
+
+# -- issue #9: defects found by a new user --------------------------------------------------
+
+@pytest.mark.parametrize("value", [1e-39, 1e39, 1e-40, 1e300, 5e-324, float("inf"), True, "0.1"])
+@pytest.mark.parametrize("name", ["alpha", "beta"])
+def test_hyper_parameters_outside_float32_are_refused(name, value):
+    """#9: alpha/beta that float32 cannot hold gave NaN silently; bools and strings are not numbers."""
+    with pytest.raises(ParameterError, match=name):
+        jt.LDA(2, **{name: value})
+
+
+def test_extreme_hyper_parameters_inside_float32_still_work(small_corpus):
+    """#9: 1e-30 and 1e30 keep working (finite estimates and log joint)."""
+    for kw in ({"alpha": 1e-30}, {"alpha": 1e30}, {"beta": 1e-30}, {"beta": 1e30}):
+        m = jt.LDA(3, **kw).fit(small_corpus, num_sweeps=2, progress=False)
+        assert np.isfinite(m.log_joint_per_token()) and np.isfinite(m.doc_topic).all()
+        assert np.isfinite(m.topic_word).all()
+    with pytest.raises(ParameterError, match="K \\* alpha"):
+        jt.LDA(100, alpha=1e37)
+    with pytest.raises(ParameterError, match="V \\* beta"):
+        jt.LDA(2, beta=1e37).fit(small_corpus, num_sweeps=1)
+
+
+@pytest.mark.parametrize("k", [True, False, 2**31, 3.0, np.float64(2)])
+def test_num_topics_refuses_bools_floats_and_beyond_int32(k):
+    """#14: LDA(num_topics=True) ran as K=1; LDA(2**31).fit raised OverflowError."""
+    with pytest.raises(ParameterError, match="num_topics"):
+        jt.LDA(k)
+
+
+def test_kernel_sizes_refuse_values_beyond_int32():
+    """#14 sibling: num_blocks, mh_steps, chunk_size are bounded to int32 like num_topics."""
+    for name in ("num_blocks", "mh_steps", "chunk_size"):
+        with pytest.raises(ParameterError, match=name):
+            jt.LDA(2, **{name: 2**31})
+    assert jt.LDA(np.int64(3)).params.num_topics == 3 and type(jt.LDA(np.int64(3)).params.num_topics) is int
