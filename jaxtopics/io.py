@@ -15,7 +15,7 @@ import os
 import re
 import tempfile
 import zipfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +38,8 @@ __all__ = [
     "read_jsonl",
     "atomic_path",
     "atomic_write_bytes",
+    "encode_strings",
+    "decode_strings",
     "save_model_file",
     "load_model_file",
 ]
@@ -360,7 +362,10 @@ def atomic_path(path: PathLike) -> Iterator[Path]:
     if target.is_dir():
         raise IsADirectoryError(f"{target}: is a directory, expected a file path")
     directory = target.parent
-    fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as e:  # name the user's path, not the temporary file's
+        raise OSError(e.errno, e.strerror, os.fspath(path)) from None
     os.close(fd)
     tmp = Path(tmp_name)
     try:
@@ -386,6 +391,41 @@ def atomic_write_bytes(path: PathLike, data: bytes) -> None:
 
 
 # --------------------------------------------------------------------------------------------
+# string tables (vocabularies, names) in npz files
+
+
+def encode_strings(strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """``(data uint8 [bytes], offsets int64 [n+1])``: the strings' UTF-8 bytes concatenated.
+
+    Compact (a numpy unicode array costs 4 bytes x the longest string per entry) and lossless:
+    a trailing ``"\\x00"``, which numpy strips from unicode arrays, survives, and so do lone
+    surrogates (``surrogatepass``). Inverse: :func:`decode_strings`.
+    """
+    encoded = [s.encode("utf-8", "surrogatepass") for s in strings]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in encoded], out=offsets[1:])
+    return np.frombuffer(b"".join(encoded), dtype=np.uint8).copy(), offsets
+
+
+def decode_strings(data: np.ndarray, offsets: np.ndarray) -> tuple[str, ...]:
+    """Inverse of :func:`encode_strings`; raises ValueError saying what is malformed."""
+    data, offsets = np.asarray(data), np.asarray(offsets)
+    if data.dtype != np.uint8 or data.ndim != 1:
+        raise ValueError(f"string bytes must be 1-D uint8, got {data.dtype}{list(data.shape)}")
+    if offsets.dtype.kind not in "iu" or offsets.ndim != 1 or offsets.shape[0] < 1:
+        raise ValueError(f"string offsets must be 1-D integers, got {offsets.dtype}"
+                         f"{list(offsets.shape)}")
+    if offsets[0] != 0 or offsets[-1] != data.shape[0] or (np.diff(offsets) < 0).any():
+        raise ValueError(f"string offsets must rise from 0 to the {data.shape[0]} bytes")
+    raw = data.tobytes()
+    bounds = offsets.tolist()
+    try:
+        return tuple(raw[a:b].decode("utf-8", "surrogatepass") for a, b in zip(bounds, bounds[1:]))
+    except UnicodeDecodeError as e:
+        raise ValueError(f"string bytes are not valid UTF-8 ({e.reason})") from None
+
+
+# --------------------------------------------------------------------------------------------
 # model files
 
 
@@ -402,7 +442,8 @@ def _json_default(obj: Any) -> Any:
 def save_model_file(path: PathLike, arrays: Mapping[str, Any], meta: Mapping[str, Any]) -> None:
     """Save arrays + JSON metadata as one uncompressed ``.npz`` file at ``path`` (atomic).
 
-    Strings (e.g. a vocabulary) are stored as numpy unicode arrays; no pickle is ever used.
+    No pickle is ever used: store string tables with :func:`encode_strings` (an object array
+    of strings becomes a numpy unicode array, which strips trailing ``"\\x00"``).
     ``meta`` gets ``"format"`` and ``"format_version"`` added.
     """
     if Path(path).is_dir():

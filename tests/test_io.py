@@ -323,3 +323,29 @@ def test_load_model_file_newer_version(tmp_path: Path):
         np.savez(f, __meta__=np.array(json.dumps(meta)), x=np.zeros(1))
     with pytest.raises(FormatError, match=r"format_version 99 is newer .* \(up to 1\)"):
         io.load_model_file(newer)
+
+
+# ------------------------------------------------------------------------------------------
+# issue #9
+
+
+def test_string_tables_round_trip():
+    """#11: vocabularies as UTF-8 bytes + offsets: compact and lossless ("\\x00", surrogates)."""
+    words = ("a", "", "nul\x00", "béta", "x" * 2000, "sur\udcff", "😀")
+    data, offsets = io.encode_strings(words)
+    assert data.dtype == np.uint8 and data.nbytes < 2100 and offsets.tolist()[:3] == [0, 1, 1]
+    assert io.decode_strings(data, offsets) == words
+    assert np.asarray(words).nbytes > 7 * 2000 * 4 - 1        # what the unicode array cost
+    for bad_offsets in ([0, 2, 1, data.size], [1, data.size], [0, data.size + 1]):
+        with pytest.raises(ValueError, match="offsets"):
+            io.decode_strings(data, np.asarray(bad_offsets))
+    with pytest.raises(ValueError, match="UTF-8"):
+        io.decode_strings(np.array([0xFF], np.uint8), np.array([0, 1]))
+
+
+def test_atomic_write_names_the_target_not_the_temp_file(tmp_path: Path):
+    """#3 sibling: a missing directory was reported with the temporary file's name."""
+    target = tmp_path / "missing" / "m.jtm"
+    with pytest.raises(FileNotFoundError) as e:
+        io.atomic_write_bytes(target, b"x")
+    assert e.value.filename == str(target) and ".tmp" not in str(e.value)
