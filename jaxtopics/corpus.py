@@ -22,7 +22,7 @@ from typing import Any, Literal
 import numpy as np
 
 from . import io as _io
-from .errors import CorpusError, EmptyDocumentError, FormatError, ParameterError
+from .errors import CorpusError, EmptyDocumentError, ParameterError
 
 __all__ = ["Corpus", "ENGLISH_STOP_WORDS", "default_tokenizer", "split_sentences"]
 
@@ -109,8 +109,12 @@ def _int_array(x: Any, dtype: type[np.integer], name: str) -> np.ndarray:
         if bad.any():
             k = int(np.flatnonzero(bad)[0])
             raise CorpusError(f"{name}[{k}] = {arr[k]} is not an integer")
-        if arr.size and (arr.min() < info.min or arr.max() > info.max):
-            k = int(np.flatnonzero((arr < info.min) | (arr > info.max))[0])
+        # compare in float64 against exact powers of two: float(2**63 - 1) rounds up to 2**63,
+        # so "arr > info.max" would let 2.0**63 through to a cast that wraps it negative
+        lo, hi_excl = float(info.min), 2.0 ** (np.iinfo(dtype).bits - 1)
+        out_of_range = (arr < lo) | (arr >= hi_excl)
+        if out_of_range.any():
+            k = int(np.flatnonzero(out_of_range)[0])
             raise CorpusError(f"{name}[{k}] = {arr[k]} does not fit in {np.dtype(dtype).name}")
     else:
         raise CorpusError(f"{name} must hold integers, got dtype {arr.dtype}")
@@ -674,6 +678,11 @@ class Corpus:
         """
         if isinstance(docs, (str, bytes)):
             raise CorpusError("docs must be an iterable of (word_id, count) lists")
+        if num_words is not None:
+            if (isinstance(num_words, (bool, np.bool_))
+                    or not isinstance(num_words, (int, np.integer)) or num_words < 0):
+                raise ParameterError(f"num_words must be a non-negative int, got {num_words!r}")
+            num_words = int(num_words)
         vocab_t: tuple[str, ...] | None = None
         if vocab is not None:
             if isinstance(vocab, Mapping):
@@ -681,6 +690,9 @@ class Corpus:
                 for k in keys:
                     if _as_int_value(k) is None or isinstance(k, float):
                         raise CorpusError(f"vocab mapping key {k!r} is not an int word id")
+                    if int(k) < 0:
+                        raise CorpusError(f"vocab mapping key {k!r} is negative; word ids are "
+                                          f"0..V-1")
                 present = set(int(k) for k in keys)
                 size = max(present) + 1 if present else 0
                 if len(present) != size:
@@ -695,11 +707,6 @@ class Corpus:
                 raise CorpusError(
                     f"num_words = {num_words} disagrees with the vocabulary size {len(vocab_t)}"
                 )
-        if num_words is not None and (
-            isinstance(num_words, bool) or not isinstance(num_words, (int, np.integer))
-            or num_words < 0
-        ):
-            raise ParameterError(f"num_words must be a non-negative int, got {num_words!r}")
         limit = len(vocab_t) if vocab_t is not None else num_words
 
         ids: list[int] = []
@@ -749,6 +756,11 @@ class Corpus:
             raise CorpusError("corpus has no documents (no documents given)")
         ids_a = np.asarray(ids, dtype=np.int32)
         counts_a = np.asarray(counts, dtype=np.int64)
+        total = int(counts_a.sum())
+        if total > _INT32_MAX - 1:
+            raise CorpusError(
+                f"the counts add up to {total} tokens, more than a corpus holds ({_INT32_MAX - 1})"
+            )
         if vocab_t is None:
             size = num_words if num_words is not None else (int(ids_a.max()) + 1 if ids else 0)
             vocab_t = tuple(str(i) for i in range(size))
@@ -770,23 +782,20 @@ class Corpus:
     ) -> Corpus:
         """Read an LDA-C file; ``vocab`` is a vocabulary file path, a word sequence, or None
         (words named ``str(id)``)."""
-        word_ids, doc_offsets = _io.read_ldac(path)
+        vocab_t: tuple[str, ...] | None
         if vocab is None:
-            size = int(word_ids.max()) + 1 if word_ids.size else 0
-            vocab_t = tuple(str(i) for i in range(size))
+            vocab_t = None
         elif isinstance(vocab, (str, os.PathLike)):
             vocab_t = _io.read_vocab(vocab)
         else:
             vocab_t = _str_tuple(vocab, "vocab")
-        bad = np.flatnonzero(word_ids >= len(vocab_t))
-        if bad.size:
-            t = int(bad[0])
-            d = int(np.searchsorted(doc_offsets, t, side="right")) - 1
-            raise FormatError(
-                f"word id {int(word_ids[t])} is outside the vocabulary of {len(vocab_t)} words",
-                path,
-                d + 1,
-            )
+        # every pair's id is checked against the vocabulary, a pair with count 0 too
+        word_ids, doc_offsets = _io.read_ldac(
+            path, num_words=None if vocab_t is None else len(vocab_t)
+        )
+        if vocab_t is None:
+            size = int(word_ids.max()) + 1 if word_ids.size else 0
+            vocab_t = tuple(str(i) for i in range(size))
         return cls(word_ids=_frozen(word_ids), doc_offsets=_frozen(doc_offsets), vocab=vocab_t)
 
     @classmethod

@@ -50,6 +50,8 @@ MODEL_FORMAT = "jaxtopics-model"
 MODEL_FORMAT_VERSION = 1
 _META_KEY = "__meta__"
 _INT32_MAX = np.iinfo(np.int32).max
+_INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
+_MAX_TOKENS = int(_INT32_MAX) - 1     # token positions and the dummy slot N stay int32
 
 
 # --------------------------------------------------------------------------------------------
@@ -124,11 +126,12 @@ def _ldac_diagnose(line: str, path: PathLike, lineno: int) -> FormatError:
     return FormatError(f"malformed line {line[:80]!r}", path, lineno)
 
 
-def read_ldac(path: PathLike) -> tuple[np.ndarray, np.ndarray]:
+def read_ldac(path: PathLike, num_words: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Read an LDA-C file (``N id:count id:count ...`` per document, ``0`` = empty document).
 
     Returns ``(word_ids int32 [N], doc_offsets int64 [D+1])``; each pair ``id:count`` becomes
-    ``count`` repeated tokens ``id`` in file order.
+    ``count`` repeated tokens ``id`` in file order. With ``num_words``, every pair's id (a pair
+    with count 0 too) must be below it.
     """
     lines = _lines(_read_text(path))
     match = _LDAC_LINE.fullmatch
@@ -163,10 +166,30 @@ def read_ldac(path: PathLike) -> tuple[np.ndarray, np.ndarray]:
             k = int(np.argmax(col > _INT32_MAX))
             line = int(np.searchsorted(pair_end, k, side="right")) + 1
             raise FormatError(f"{what} {int(col[k])} is too large", path, line)
+    if num_words is not None and ids.size and ids.max() >= num_words:
+        k = int(np.argmax(ids >= num_words))
+        line = int(np.searchsorted(pair_end, k, side="right")) + 1
+        raise FormatError(
+            f"word id {int(ids[k])} is outside the vocabulary of {num_words} words", path, line
+        )
     token_end = np.concatenate([[0], np.cumsum(counts)])
+    _check_total_tokens(token_end, pair_end, path)
     doc_offsets = np.concatenate([[0], token_end[pair_end]]).astype(np.int64)
     word_ids = np.repeat(ids.astype(np.int32), counts)
     return word_ids, doc_offsets
+
+
+def _check_total_tokens(token_end: np.ndarray, entry_end: np.ndarray, path: PathLike,
+                        first_line: int = 1) -> None:
+    """Refuse a file whose counts add up to more tokens than a corpus can index (int32), before
+    the token array is allocated; names the line where the total passes the bound."""
+    if token_end[-1] > _MAX_TOKENS:
+        k = int(np.argmax(token_end > _MAX_TOKENS)) - 1          # the entry that crosses it
+        line = int(np.searchsorted(entry_end, k, side="right")) + first_line
+        raise FormatError(
+            f"the counts add up to more than {_MAX_TOKENS} tokens (the most a corpus holds)",
+            path, line,
+        )
 
 
 def write_ldac(path: PathLike, corpus: Corpus) -> None:
@@ -208,10 +231,16 @@ def _uci_row(line: str, path: PathLike, lineno: int) -> tuple[int, int, int]:
     out = []
     for what, s in zip(("docID", "wordID", "count"), parts):
         try:
-            out.append(int(s))
+            v = int(s)
         except ValueError:
             raise FormatError(f"{what} {s!r} is not an integer", path, lineno) from None
+        if v > _INT32_MAX:
+            raise FormatError(f"{what} {v} is too large", path, lineno)
+        out.append(v)
     return out[0], out[1], out[2]
+
+
+_UCI_LINE = re.compile(r"^[ \t]*\d+[ \t]+\d+[ \t]+\d+[ \t]*$", re.ASCII | re.MULTILINE)
 
 
 def read_uci(
@@ -221,7 +250,8 @@ def read_uci(
 
     The docword file has a header of three lines (D, W, NNZ), then NNZ lines
     ``docID wordID count`` (1-based ids). Returns ``(word_ids, doc_offsets, vocab)``; documents
-    with no entries are kept as empty documents.
+    with no entries are kept as empty documents. Sizes from the header are bounded (int32) and
+    checked against the file before anything of their size is allocated.
     """
     lines = _lines(_read_text(docword_path))
     if len(lines) < 3:
@@ -238,6 +268,8 @@ def read_uci(
             ) from None
         if v < 0:
             raise FormatError(f"header {name} is negative ({v})", docword_path, i + 1)
+        if v > _INT32_MAX:
+            raise FormatError(f"header {name} = {v} is too large", docword_path, i + 1)
         header.append(v)
     num_docs, num_words, nnz = header
     body = lines[3:]
@@ -249,12 +281,19 @@ def read_uci(
             docword_path,
             3,
         )
+    vocab = read_vocab(vocab_path)
+    if len(vocab) != num_words:
+        raise FormatError(
+            f"vocabulary has {len(vocab)} words but {os.fspath(docword_path)} declares "
+            f"W = {num_words}",
+            vocab_path,
+        )
     rows = np.empty((nnz, 3), dtype=np.int64)
-    flat = " ".join(body).split()
-    fast_ok = len(flat) == 3 * nnz
+    text = "\n".join(body)
+    fast_ok = _UCI_LINE.subn("", text)[1] == nnz   # three unsigned integers on every line
     if fast_ok:
         try:
-            rows[:] = np.array(flat, dtype=np.int64).reshape(nnz, 3)
+            rows[:] = np.array(text.split(), dtype=np.int64).reshape(nnz, 3)
         except (ValueError, OverflowError):
             fast_ok = False
     if not fast_ok:  # slow path only to name the bad line
@@ -268,17 +307,13 @@ def read_uci(
             raise FormatError(
                 f"{what} {int(col[k])} is outside 1..{hi} (header)", docword_path, k + 4
             )
-    bad = np.flatnonzero(count < 0)
+    bad = np.flatnonzero((count < 0) | (count > _INT32_MAX))
     if bad.size:
         k = int(bad[0])
-        raise FormatError(f"negative count {int(count[k])}", docword_path, k + 4)
-    vocab = read_vocab(vocab_path)
-    if len(vocab) != num_words:
-        raise FormatError(
-            f"vocabulary has {len(vocab)} words but {os.fspath(docword_path)} declares "
-            f"W = {num_words}",
-            vocab_path,
-        )
+        what = "negative count" if count[k] < 0 else "too large a count:"
+        raise FormatError(f"{what} {int(count[k])}", docword_path, k + 4)
+    _check_total_tokens(np.concatenate([[0], np.cumsum(count)]), np.arange(1, nnz + 1),
+                        docword_path, first_line=4)
     order = np.argsort(doc, kind="stable")
     doc, word, count = doc[order] - 1, word[order] - 1, count[order]
     word_ids = np.repeat(word.astype(np.int32), count)
@@ -334,6 +369,10 @@ def read_jsonl(
                     f"label {label_key!r} must be an integer or a string, got {label!r}",
                     path,
                     i + 1,
+                )
+            if isinstance(label, int) and not _INT64_MIN <= label <= _INT64_MAX:
+                raise FormatError(
+                    f"label {label_key!r} = {label} does not fit in int64", path, i + 1
                 )
             labels.append(label)
     return texts, labels
