@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import hashlib
+import json
 import os
 import re
 import sys
@@ -25,8 +26,9 @@ from typing import Iterator, NamedTuple
 
 import numpy as np
 
-from .corpus import Corpus
+from .corpus import Corpus, TextOptions
 from .errors import ParameterError
+from .io import decode_strings, encode_strings
 
 __all__ = [
     "SyntheticCorpus",
@@ -381,10 +383,11 @@ def _compact(corpus: Corpus) -> Corpus:
         sentence_offsets=corpus.sentence_offsets,
         labels=corpus.labels,
         doc_names=corpus.doc_names,
+        text_options=corpus.text_options,
     )
 
 
-_STDLIB_BUILDER_VERSION = 1
+_STDLIB_BUILDER_VERSION = 2
 """Bump whenever the stdlib corpus builder changes what it produces (invalidates caches)."""
 
 
@@ -425,13 +428,19 @@ def _save_corpus(path: Path, corpus: Corpus, key: str) -> None:
         fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
         try:
             with os.fdopen(fd, "wb") as f:
+                vocab, vocab_offsets = encode_strings(corpus.vocab)
+                names, names_offsets = encode_strings(corpus.doc_names or ())
+                options = None if corpus.text_options is None else corpus.text_options.to_json()
                 np.savez(
                     f,
                     key=np.array(key),
                     word_ids=corpus.word_ids,
                     doc_offsets=corpus.doc_offsets,
-                    vocab=np.array(corpus.vocab, dtype=str),
-                    doc_names=np.array(corpus.doc_names or (), dtype=str),
+                    vocab=vocab,
+                    vocab_offsets=vocab_offsets,
+                    doc_names=names,
+                    doc_names_offsets=names_offsets,
+                    text_options=np.array(json.dumps(options)),
                 )
             os.replace(tmp, path)
         except BaseException:
@@ -448,9 +457,12 @@ def _load_corpus(path: Path, key: str) -> Corpus | None:
         with np.load(path, allow_pickle=False) as z:
             if str(z["key"]) != key:
                 return None
-            vocab = tuple(str(w) for w in z["vocab"])
-            names = tuple(str(n) for n in z["doc_names"])
-            return Corpus.from_arrays(z["word_ids"], z["doc_offsets"], vocab, doc_names=names)
+            vocab = decode_strings(z["vocab"], z["vocab_offsets"])
+            names = decode_strings(z["doc_names"], z["doc_names_offsets"])
+            options = json.loads(str(z["text_options"]))
+            return Corpus.from_arrays(
+                z["word_ids"], z["doc_offsets"], vocab, doc_names=names,
+                text_options=None if options is None else TextOptions.from_json(options))
     except Exception:  # missing, truncated, corrupt, wrong shapes: rebuild
         return None
 

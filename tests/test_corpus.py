@@ -430,6 +430,57 @@ def test_real_tweet_corpus():
 # issue #9
 
 
+def test_default_tokenizer_keeps_combining_marks_devanagari():
+    """#5: Devanagari vowel signs and viramas are marks, not word breaks: 10 words, no junk."""
+    c = Corpus.from_texts(["हिन्दी भाषा बहुत सुंदर है", "मुझे हिन्दी किताबें पसंद हैं"])
+    assert c.num_tokens == 10
+    assert set(c.vocab) == {"हिन्दी", "भाषा", "बहुत", "सुंदर", "है", "मुझे", "किताबें", "पसंद", "हैं"}
+    assert c.vocab[0] == "हिन्दी"
+    assert not {"दर", "पस", "बह"} & set(c.vocab)
+
+
+@pytest.mark.parametrize("text, words", [
+    ("كَتَبَ الوَلَدُ الدَّرْسَ", ["كَتَبَ", "الوَلَدُ", "الدَّرْسَ"]),      # Arabic harakat
+    ("ภาษาไทย สวัสดี", ["ภาษาไทย", "สวัสดี"]),                              # Thai vowel marks
+    ("עִבְרִית שָׁלוֹם", ["עִבְרִית", "שָׁלוֹם"]),                               # Hebrew niqqud
+    ("می\u200cخواهم", ["می\u200cخواهم"]),                                     # Persian ZWNJ
+    ("東京 大阪 我喜欢猫", ["東京", "大阪", "我喜欢猫"]),                      # CJK runs stay whole
+    ("I love 🍕 pizza👍🏽party ❤️ 👩\u200d💻 coder", ["I", "love", "pizza", "party", "coder"]),
+    ("Tiếng Việt", ["Tiếng", "Việt"]),
+])
+def test_default_tokenizer_scripts_with_marks_cjk_emoji(text, words):
+    """#5: marks stay inside tokens in every script; emoji are not words and split nothing."""
+    import unicodedata
+
+    assert default_tokenizer(text) == [unicodedata.normalize("NFC", w) for w in words]
+    assert default_tokenizer(unicodedata.normalize("NFD", text)) == default_tokenizer(text)
+
+
+def test_text_is_nfc_normalised():
+    """#5: NFD "café" and NFC "café" are one word (for custom tokenizers and stop words too)."""
+    nfd, nfc = "cafe\u0301", "caf\u00e9"
+    c = Corpus.from_texts([f"{nfd} au lait", f"{nfc} noir"])
+    assert c.vocab.count(nfc) == 1 and nfd not in c.vocab and c.word_counts()[0] == 2
+    c = Corpus.from_texts([f"{nfd} lait", f"{nfc} noir"], tokenizer=str.split, stop_words=[nfd])
+    assert c.vocab == ("lait", "noir")
+
+
+def test_text_options_are_recorded_and_travel_with_subsets():
+    """#1: from_texts records how it tokenised, so new texts can be tokenised alike."""
+    from jaxtopics.corpus import TextOptions
+
+    c = Corpus.from_texts(["The Cats purr", "dogs bark"], stop_words=["dogs"], min_length=3)
+    assert c.text_options == TextOptions(None, True, ("dogs",), 3)
+    assert c.subset([1]).text_options == c.text_options
+    assert c.text_options.tokenize(["THE CATS and dogs", ""]) == [["the", "cats", "and"], []]
+    assert TextOptions.from_json(c.text_options.to_json()) == c.text_options
+    assert Corpus.from_token_lists([["a"]]).text_options is None
+    with pytest.raises(ParameterError, match="lowercase"):
+        Corpus.from_texts(["a b"], lowercase="no")
+    with pytest.raises(CorpusError, match="text_options"):
+        Corpus.from_arrays([0], [0, 1], ["a"], text_options={"lowercase": True})
+
+
 def test_from_bow_negative_vocab_key():
     """#6: a negative id in a vocab mapping raised StopIteration."""
     with pytest.raises(CorpusError, match="key -1 is negative"):
