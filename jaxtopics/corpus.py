@@ -529,13 +529,20 @@ class Corpus:
         return np.bincount(self.word_ids, minlength=self.num_words).astype(np.int64)
 
     def fingerprint(self) -> str:
-        """SHA-256 hex digest of the tokens, document offsets and vocabulary."""
+        """SHA-256 hex digest of the tokens, document offsets and vocabulary.
+
+        Any str hashes (lone surrogates too). Where a word holds a newline, the word lengths are
+        hashed as well, so ("a\\nb", "c") and ("a", "b\\nc") differ; other vocabularies hash
+        as they always did (fingerprints in existing model files stay valid).
+        """
         h = hashlib.sha256()
         h.update(b"jaxtopics-corpus-v1\0")
         h.update(np.asarray([self.num_tokens, self.num_docs, self.num_words], "<i8").tobytes())
         h.update(self.word_ids.astype("<i4", copy=False).tobytes())
         h.update(self.doc_offsets.astype("<i8", copy=False).tobytes())
-        h.update("\n".join(self.vocab).encode("utf-8"))
+        h.update("\n".join(self.vocab).encode("utf-8", "surrogatepass"))
+        if any("\n" in w for w in self.vocab):
+            h.update(np.asarray([len(w) for w in self.vocab], "<i8").tobytes())
         return h.hexdigest()
 
     def require_nonempty_docs(self, model: str) -> None:

@@ -516,6 +516,23 @@ def test_float_arrays_beyond_int64_are_refused(offsets, dtype):
     assert Corpus.from_arrays([0.0, 0.0], [0.0, 2.0], ["a"]).num_tokens == 2
 
 
+def test_fingerprint_of_any_vocabulary():
+    """#11/#17 sibling: a lone surrogate crashed fingerprint(); words with newlines collided."""
+    a = Corpus.from_arrays([0, 1], [0, 2], ["a\nb", "c"])
+    b = Corpus.from_arrays([0, 1], [0, 2], ["a", "b\nc"])
+    assert a.fingerprint() != b.fingerprint()
+    Corpus.from_arrays([0], [0, 1], ["sur\udcff"]).fingerprint()
+    # vocabularies without newlines hash as before (fingerprints in model files stay valid)
+    import hashlib
+
+    c = small()
+    h = hashlib.sha256(b"jaxtopics-corpus-v1\0")
+    h.update(np.asarray([c.num_tokens, c.num_docs, c.num_words], "<i8").tobytes())
+    h.update(c.word_ids.astype("<i4").tobytes() + c.doc_offsets.astype("<i8").tobytes())
+    h.update("\n".join(c.vocab).encode("utf-8"))
+    assert c.fingerprint() == h.hexdigest()
+
+
 def test_from_ldac_checks_ids_of_zero_count_pairs(tmp_path: Path):
     """#18: a pair 99:0 with a 1-word vocabulary was accepted (count-0 ids never checked)."""
     (tmp_path / "c.ldac").write_text("1 0:2\n2 0:1 99:0\n")
