@@ -17,8 +17,9 @@ from .errors import (  # noqa: E402
     FormatError,
     JaxTopicsError,
     ParameterError,
+    UnknownWordsWarning,
 )
-from .estimators import LDA, FittedModel, load  # noqa: E402
+from .estimators import LDA, FittedModel, TransformInfo, load  # noqa: E402
 
 __all__ = [
     "__version__",
@@ -30,5 +31,7 @@ __all__ = [
     "JaxTopicsError",
     "LDA",
     "ParameterError",
+    "TransformInfo",
+    "UnknownWordsWarning",
     "load",
 ]

@@ -12,21 +12,24 @@ from __future__ import annotations
 
 import numbers
 import os
+import warnings
+from collections.abc import Iterable
 from types import ModuleType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from . import __version__
-from .corpus import Corpus
-from .errors import CorpusError, FormatError, ParameterError
+from .corpus import Corpus, TextOptions
+from .errors import CorpusError, FormatError, ParameterError, UnknownWordsWarning
 from .fit import TracePoint, chain_keys, run_sweeps
 from .io import load_model_file, save_model_file
 from .models import lda
+from .validate import check_positive_int, seed_key
 
-__all__ = ["LDA", "FittedModel", "load", "MODELS"]
+__all__ = ["LDA", "FittedModel", "TransformInfo", "load", "MODELS"]
 
 #: model name -> functional module, for load() and the CLI
 MODELS: dict[str, ModuleType] = {"lda": lda}
@@ -36,8 +39,13 @@ class FittedModel:
     """A fitted chain: final state, trace, and read-outs. Returned by ``Estimator.fit``.
 
     Attributes: model (name), params, vocab, seed, sweeps_done, trace (list of TracePoint),
-    corpus_fingerprint. The chain continues with ``resume``; ``save``/``jaxtopics.load`` persist it.
+    corpus_fingerprint, text_options (how the training texts were tokenised, or None),
+    last_transform (a TransformInfo on the latest ``transform``). The chain continues with
+    ``resume``; ``save``/``jaxtopics.load`` persist it.
     """
+
+    text_options: TextOptions | None = None
+    last_transform: TransformInfo | None = None
 
     def __init__(self, model: str, params: Any, vocab: tuple[str, ...], seed: int,
                  state: Any, data: Any, corpus_fingerprint: str, sweeps_done: int,
@@ -181,14 +189,35 @@ class FittedModel:
         return (distributed.ShardedLDA(mesh), sdata, state,
                 lambda st: distributed.gather(st, sdata))
 
-    def transform(self, corpus: Corpus, num_sweeps: int = 50, seed: int = 0) -> np.ndarray:
-        """theta [D_new, K] for unseen documents (fold-in with the topics held fixed)."""
-        if corpus.num_words > len(self.vocab):
-            raise CorpusError(f"transform: corpus has {corpus.num_words} words, "
-                              f"model vocabulary {len(self.vocab)}")
+    def transform(self, docs: Corpus | Iterable[str], num_sweeps: int = 50,
+                  seed: int = 0) -> np.ndarray:
+        """theta [D_new, K] for unseen documents (fold-in with the topics held fixed).
+
+        `docs` is raw texts, tokenised as the training texts were (``self.text_options``: the
+        model remembers how ``Corpus.from_texts`` tokenised them), or a Corpus with its own
+        vocabulary. Either way every token is mapped onto the model's vocabulary by its word,
+        never by its id: tokens of words the model does not know are dropped, counted in
+        ``self.last_transform`` (a TransformInfo) and reported with an UnknownWordsWarning. A
+        document left with no known word gets the prior mean.
+        """
+        num_sweeps = check_positive_int(num_sweeps, "num_sweeps")
+        key = seed_key(seed)
+        word_ids, offsets, info = _map_new_documents(self, docs)
+        self.last_transform = info
+        if info.dropped_tokens:
+            warnings.warn(
+                f"transform: {info.dropped_tokens} of {info.dropped_tokens + info.num_tokens} "
+                f"tokens ({len(info.unknown_words)} distinct words, e.g. "
+                f"{', '.join(map(repr, info.unknown_words[:5]))}) are not in the model's "
+                f"vocabulary and were dropped; {len(info.empty_docs)} of {info.num_docs} "
+                f"documents have no known word left (their theta is the prior mean)",
+                UnknownWordsWarning, stacklevel=2)
+        if info.num_tokens == 0:   # a corpus needs a token: fold in one dummy document too
+            word_ids, offsets = np.zeros(1, np.int32), np.append(offsets, offsets[-1] + 1)
+        corpus = Corpus.from_arrays(word_ids, offsets, self.vocab)
         data = self._module.prepare(corpus, self.params)
-        return np.asarray(self._module.fold_in(jax.random.key(seed), self._state, data,
-                                               self.params, num_sweeps))
+        theta = self._module.fold_in(key, self._state, data, self.params, num_sweeps)
+        return np.asarray(theta)[:info.num_docs]
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the model to one file (npz + json metadata, version-tagged, atomic)."""
@@ -259,6 +288,7 @@ class _Estimator:
         state = self.module.init(init_key, data, self.params)
         fitted = FittedModel(self.name, self.params, corpus.vocab, int(seed), state, data,
                              corpus.fingerprint(), 0, [], corpus.num_tokens)
+        fitted.text_options = corpus.text_options
         if checkpoint_path is not None and checkpoint_every is None:
             checkpoint_every = eval_every
         return fitted.resume(corpus, num_sweeps, eval_every=eval_every, progress=progress,
@@ -298,3 +328,78 @@ def _number(x: Any, name: str) -> float:
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
         raise ParameterError(f"{name} must be a number, got {x!r}")
     return float(x)
+
+
+# -- helpers of the facade's methods ---------------------------------------------------------
+
+
+class TransformInfo(NamedTuple):
+    """What ``FittedModel.transform`` did with the new documents' tokens.
+
+    num_docs: documents folded in. num_tokens: tokens of words the model knows (folded in).
+    dropped_tokens: tokens of other words (dropped). unknown_words: those words, each once.
+    empty_docs: indices of the documents with no known token (their theta is the prior mean).
+    """
+
+    num_docs: int
+    num_tokens: int
+    dropped_tokens: int
+    unknown_words: tuple[str, ...]
+    empty_docs: tuple[int, ...]
+
+
+def _map_new_documents(model: FittedModel, docs: Any) -> tuple[np.ndarray, np.ndarray, TransformInfo]:
+    """(word ids in the model's vocabulary [N'], doc offsets [D+1], info) of new documents: a
+    Corpus (its words mapped by string) or raw texts (tokenised with ``model.text_options``)."""
+    if isinstance(docs, Corpus):
+        if docs.vocab == model.vocab:
+            ids, offsets, unknown, dropped = docs.word_ids, docs.doc_offsets, (), 0
+        else:
+            index = {w: i for i, w in enumerate(model.vocab)}
+            lookup = np.fromiter((index.get(w, -1) for w in docs.vocab), np.int64, docs.num_words)
+            mapped = lookup[docs.word_ids]
+            keep = mapped >= 0
+            ids = mapped[keep].astype(np.int32)
+            offsets = np.concatenate([[0], np.cumsum(keep)])[docs.doc_offsets]
+            unknown = tuple(docs.vocab[i] for i in np.unique(docs.word_ids[~keep]))
+            dropped = int((~keep).sum())
+    else:
+        if isinstance(docs, (str, bytes)):
+            raise CorpusError("transform expects a Corpus or a list of texts, got a single string")
+        try:
+            texts = list(docs)
+        except TypeError:
+            raise CorpusError(f"transform expects a Corpus or a list of texts, got "
+                              f"{type(docs).__name__}") from None
+        options = model.text_options
+        if options is None:
+            raise ParameterError(
+                "transform: this model was not fitted on a corpus built from raw texts "
+                "(Corpus.from_texts and the readers built on it), so it does not know how to "
+                "tokenise them; pass a Corpus (its words are mapped onto the model's vocabulary)")
+        if any(not isinstance(t, str) for t in texts):
+            d = next(d for d, t in enumerate(texts) if not isinstance(t, str))
+            raise CorpusError(f"transform: texts[{d}] must be a str, got {type(texts[d]).__name__} "
+                              f"(for token lists, pass Corpus.from_token_lists(docs))")
+        index = {w: i for i, w in enumerate(model.vocab)}
+        ids_list: list[int] = []
+        offsets_list = [0]
+        unknown_seen: dict[str, None] = {}
+        dropped = 0
+        for tokens in options.tokenize(texts):
+            for t in tokens:
+                i = index.get(t)
+                if i is None:
+                    unknown_seen[t] = None
+                    dropped += 1
+                else:
+                    ids_list.append(i)
+            offsets_list.append(len(ids_list))
+        ids = np.asarray(ids_list, dtype=np.int32)
+        offsets = np.asarray(offsets_list, dtype=np.int64)
+        unknown = tuple(unknown_seen)
+    if offsets.shape[0] < 2:
+        raise CorpusError("transform: no documents given")
+    empty = tuple(int(d) for d in np.flatnonzero(np.diff(offsets) == 0))
+    info = TransformInfo(int(offsets.shape[0] - 1), int(ids.shape[0]), dropped, unknown, empty)
+    return ids, np.asarray(offsets, dtype=np.int64), info

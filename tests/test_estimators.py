@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -175,6 +177,66 @@ def test_incremental_init_is_consistent_and_better_than_uniform(small_corpus):
 
 
 # -- issue #9: defects found by a new user --------------------------------------------------
+
+TRAIN = ["apple banana cherry apple banana", "cherry apple fruit salad", "car engine wheel car",
+         "engine wheel tire road car", "apple fruit banana", "road tire car engine"] * 5
+
+
+@pytest.fixture(scope="module")
+def fruit_cars():
+    corpus = jt.Corpus.from_texts(TRAIN)
+    return corpus, jt.LDA(num_topics=2).fit(corpus, num_sweeps=200, seed=0, progress=False)
+
+
+def test_transform_maps_a_corpus_with_its_own_vocabulary_by_word(fruit_cars):
+    """#1: ids of a new corpus's own vocabulary are mapped by word, not trusted."""
+    corpus, m = fruit_cars
+    new = jt.Corpus.from_texts(["car car engine road tire wheel", "apple banana fruit cherry salad"])
+    assert new.vocab != m.vocab[:new.num_words]          # the ids do not agree
+    same = jt.Corpus.from_token_lists([new.words(0), new.words(1)], vocab=m.vocab)
+    theta = m.transform(new, seed=3)
+    np.testing.assert_array_equal(theta, m.transform(same, seed=3))
+    cars, fruit = m.doc_topic[2].argmax(), m.doc_topic[0].argmax()
+    assert cars != fruit and theta[0].argmax() == cars and theta[1].argmax() == fruit
+    assert theta.max(1).min() > 0.9
+    assert m.last_transform == jt.TransformInfo(2, 11, 0, (), ())
+
+
+def test_transform_takes_raw_texts_tokenised_as_the_training_texts(fruit_cars):
+    """#1: raw texts go through the training corpus's tokenizer settings (lowercase, stop words,
+    min length, NFC); unknown words are dropped, counted and warned about; a document left empty
+    gets the prior mean instead of crashing."""
+    corpus, m = fruit_cars
+    assert m.text_options == corpus.text_options and corpus.text_options is not None
+    texts = ["The CAR and the engine, a road; the tire & wheel!", "Apple, banana and zebra",
+             "zebra giraffe", ""]
+    with pytest.warns(jt.UnknownWordsWarning, match="3 of 10 tokens"):
+        theta = m.transform(texts, seed=1)
+    info = m.last_transform
+    assert info == jt.TransformInfo(4, 7, 3, ("zebra", "giraffe"), (2, 3))
+    ids = jt.Corpus.from_token_lists([["car", "engine", "road", "tire", "wheel"], ["apple", "banana"]],
+                                     vocab=m.vocab)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                   # nothing unknown: no warning
+        np.testing.assert_array_equal(theta[:2], m.transform(ids, seed=1))
+    np.testing.assert_allclose(theta[2:], 0.5)            # prior mean (symmetric alpha)
+    with pytest.warns(jt.UnknownWordsWarning):
+        np.testing.assert_allclose(m.transform(["zebra only"]), [[0.5, 0.5]])
+    with pytest.raises(CorpusError, match="single string"):
+        m.transform("car engine")
+    with pytest.raises(CorpusError, match="texts\\[1\\]"):
+        m.transform(["car", ["car"]])
+
+
+@pytest.mark.parametrize("bad", [2.5, True, 0, -1, "3"])
+def test_transform_validates_num_sweeps_and_seed(fruit_cars, bad):
+    """#8: num_sweeps is validated as fit does (2.5 gave rows summing to 1.33; True a TypeError)."""
+    corpus, m = fruit_cars
+    with pytest.raises(ParameterError, match="num_sweeps"):
+        m.transform(corpus, num_sweeps=bad)
+    with pytest.raises(ParameterError, match="seed"):
+        m.transform(corpus, seed=1.5)
+
 
 @pytest.mark.parametrize("value", [1e-39, 1e39, 1e-40, 1e300, 5e-324, float("inf"), True, "0.1"])
 @pytest.mark.parametrize("name", ["alpha", "beta"])
