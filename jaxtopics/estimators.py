@@ -14,6 +14,7 @@ import numbers
 import os
 import warnings
 from collections.abc import Iterable
+from functools import partial
 from types import ModuleType
 from typing import Any, ClassVar, NamedTuple
 
@@ -25,9 +26,9 @@ from . import __version__
 from .corpus import Corpus, TextOptions
 from .errors import CorpusError, FormatError, ParameterError, UnknownWordsWarning
 from .fit import TracePoint, chain_keys, run_sweeps
-from .io import load_model_file, save_model_file
+from .io import decode_strings, encode_strings, load_model_file, save_model_file
 from .models import lda
-from .validate import check_positive_int, seed_key
+from .validate import INT32_MAX, check_int, check_positive_int, check_seed, seed_key
 
 __all__ = ["LDA", "FittedModel", "TransformInfo", "load", "MODELS"]
 
@@ -97,6 +98,11 @@ class FittedModel:
         if self._data is not None:
             lj = self._module.log_joint(self._state, self._data, self.params)
             return float(lj) / self.num_tokens
+        if self.trace and self.trace[-1].sweep == self.sweeps_done:    # evaluated at this state
+            return self.trace[-1].log_joint_per_token
+        lj = _log_joint_of_state(self._module, self._state, self.params)
+        if lj is not None:
+            return lj / self.num_tokens
         return self.trace[-1].log_joint_per_token if self.trace else float("nan")
 
     def top_words(self, n: int = 10, topic: int | None = None
@@ -145,9 +151,7 @@ class FittedModel:
         documents over the first `devices` devices (``jaxtopics.distributed``; LDA's parallel
         kernel only); None runs on the default device.
         """
-        if corpus.fingerprint() != self.corpus_fingerprint:
-            raise CorpusError("resume: this corpus is not the one the model was fitted on "
-                              f"(fingerprint {corpus.fingerprint()[:12]} != {self.corpus_fingerprint[:12]})")
+        _check_same_corpus(self, corpus)
         if self._data is None:
             self._data = self._module.prepare(corpus, self.params)
             z = jnp.asarray(self._module.assignments(self._state))
@@ -222,31 +226,54 @@ class FittedModel:
     def save(self, path: str | os.PathLike) -> None:
         """Write the model to one file (npz + json metadata, version-tagged, atomic)."""
         arrays = {f"state.{k}": np.asarray(v) for k, v in self._state._asdict().items()}
-        arrays["vocab"] = np.asarray(self.vocab, dtype=str)
+        arrays["vocab.utf8"], arrays["vocab.offsets"] = encode_strings(self.vocab)
         arrays["trace"] = np.asarray(self.trace, dtype=np.float64).reshape(-1, 4)
+        options = self.text_options
         meta = {"model": self.model, "params": self.params._asdict(), "seed": self.seed,
                 "sweeps_done": self.sweeps_done, "num_tokens": self.num_tokens,
+                "num_docs": int(self.doc_topic.shape[0]),
+                "text_options": None if options is None else options.to_json(),
                 "corpus_fingerprint": self.corpus_fingerprint, "jaxtopics_version": __version__,
                 "jax_version": jax.__version__, "backend": jax.default_backend()}
         save_model_file(path, arrays, meta)
 
 
 def load(path: str | os.PathLike) -> FittedModel:
-    """Restore a model written by ``FittedModel.save`` (``resume`` needs the same corpus)."""
+    """Restore a model written by ``FittedModel.save`` (``resume`` needs the same corpus).
+
+    Nothing in the file is trusted: a missing or malformed entry, parameters that
+    ``check_params`` refuses, or arrays whose shapes disagree with each other (K, V, N, D) raise
+    a FormatError naming the file and the entry.
+    """
     arrays, meta = load_model_file(path)
     name = meta.get("model")
-    if name not in MODELS:
+    if not isinstance(name, str) or name not in MODELS:
         raise FormatError(f"unknown model {name!r} (known: {sorted(MODELS)})", path=str(path))
     module = MODELS[name]
-    params = module.Params(**meta["params"])
-    try:
-        state = module.State(**{f: jnp.asarray(arrays[f"state.{f}"]) for f in module.State._fields})
-    except KeyError as e:
-        raise FormatError(f"model file lacks array {e.args[0]!r}", path=str(path)) from None
-    trace = [TracePoint(int(r[0]), float(r[1]), float(r[2]), float(r[3])) for r in arrays["trace"]]
-    return FittedModel(name, params, tuple(str(w) for w in arrays["vocab"]), int(meta["seed"]),
-                       state, None, meta["corpus_fingerprint"], int(meta["sweeps_done"]), trace,
-                       int(meta["num_tokens"]))
+    params = _params_from_meta(module, meta.get("params"), path)
+    seed = _meta_value(meta, "seed", path, check_seed)
+    sweeps_done = _meta_value(meta, "sweeps_done", path,
+                              lambda v, n: check_int(v, n, low=0, high=None))
+    num_tokens = _meta_value(meta, "num_tokens", path,
+                             lambda v, n: check_int(v, n, low=1, high=INT32_MAX - 1))
+    num_docs = None     # format 1 files do not record it
+    if meta["format_version"] >= 2 or "num_docs" in meta:
+        num_docs = _meta_value(meta, "num_docs", path, lambda v, n: check_int(v, n, low=1))
+    fingerprint = _meta_value(meta, "corpus_fingerprint", path, _check_str)
+    options = None
+    if meta.get("text_options") is not None:
+        try:
+            options = TextOptions.from_json(meta["text_options"])
+        except ValueError as e:
+            raise FormatError(f"metadata 'text_options': {e}", path=str(path)) from None
+    vocab = _vocab_from_arrays(arrays, path)
+    state = _state_from_arrays(module, params, arrays, path, num_tokens=num_tokens,
+                               num_docs=num_docs, num_words=len(vocab))
+    trace = _trace_from_arrays(arrays, sweeps_done, path)
+    model = FittedModel(name, params, vocab, seed, state, None, fingerprint, sweeps_done, trace,
+                        num_tokens)
+    model.text_options = options
+    return model
 
 
 def _check_sweeps(num_sweeps: int, eval_every: int, checkpoint_every: int | None) -> None:
@@ -403,3 +430,142 @@ def _map_new_documents(model: FittedModel, docs: Any) -> tuple[np.ndarray, np.nd
     empty = tuple(int(d) for d in np.flatnonzero(np.diff(offsets) == 0))
     info = TransformInfo(int(offsets.shape[0] - 1), int(ids.shape[0]), dropped, unknown, empty)
     return ids, np.asarray(offsets, dtype=np.int64), info
+
+
+def _check_same_corpus(model: FittedModel, corpus: Corpus) -> None:
+    """resume's check: the very corpus (fingerprint) and the model's vocabulary, word by word."""
+    if not isinstance(corpus, Corpus):
+        raise CorpusError(f"resume expects a jaxtopics.Corpus, got {type(corpus).__name__}")
+    if corpus.fingerprint() != model.corpus_fingerprint:
+        raise CorpusError("resume: this corpus is not the one the model was fitted on "
+                          f"(fingerprint {corpus.fingerprint()[:12]} != {model.corpus_fingerprint[:12]})")
+    if corpus.vocab != model.vocab:
+        if len(corpus.vocab) != len(model.vocab):
+            why = f"{len(corpus.vocab)} words, the model has {len(model.vocab)}"
+        else:
+            i = next(i for i, (a, b) in enumerate(zip(corpus.vocab, model.vocab)) if a != b)
+            why = f"word {i} is {corpus.vocab[i]!r}, the model's is {model.vocab[i]!r}"
+        raise CorpusError(f"resume: the corpus's vocabulary differs from the model's ({why})")
+
+
+def _log_joint_of_state(module: ModuleType, state: Any, params: Any) -> float | None:
+    """log joint of a state without the corpus layout, if the module's needs none, else None."""
+    if getattr(module, "LOG_JOINT_USES_DATA", True):
+        return None
+    return float(_jit_state_log_joint(module, state, params))
+
+
+@partial(jax.jit, static_argnums=(0, 2))
+def _jit_state_log_joint(module: ModuleType, state: Any, params: Any) -> jax.Array:
+    return module.log_joint(state, None, params)
+
+
+def _check_str(value: Any, name: str) -> str:
+    if not isinstance(value, str):
+        raise ParameterError(f"{name} must be a string, got {value!r}")
+    return value
+
+
+def _meta_value(meta: dict, key: str, path: Any, check: Any) -> Any:
+    """meta[key] passed through check(value, key); a missing or bad one is a FormatError."""
+    if key not in meta:
+        raise FormatError(f"metadata lacks {key!r}", path=str(path))
+    try:
+        return check(meta[key], key)
+    except ParameterError as e:
+        raise FormatError(f"metadata {key!r}: {e}", path=str(path)) from None
+
+
+def _params_from_meta(module: ModuleType, obj: Any, path: Any) -> Any:
+    """The model's Params from the file, re-validated by the module's check_params."""
+    if not isinstance(obj, dict):
+        raise FormatError(f"metadata 'params' must be an object, got {obj!r}", path=str(path))
+    fields = module.Params._fields
+    extra = sorted(set(obj) - set(fields))
+    if extra:
+        raise FormatError(f"metadata 'params' has unknown parameter {extra[0]!r} "
+                          f"(known: {', '.join(fields)})", path=str(path))
+    missing = [f for f in fields if f not in obj and f not in module.Params._field_defaults]
+    if missing:
+        raise FormatError(f"metadata 'params' lacks {missing[0]!r}", path=str(path))
+    try:
+        return module.check_params(module.Params(**obj))
+    except ParameterError as e:
+        raise FormatError(f"metadata 'params': {e}", path=str(path)) from None
+
+
+def _vocab_from_arrays(arrays: dict, path: Any) -> tuple[str, ...]:
+    """The vocabulary: UTF-8 bytes + offsets (format 2) or a unicode array (format 1)."""
+    if "vocab.utf8" in arrays or "vocab.offsets" in arrays:
+        for key in ("vocab.utf8", "vocab.offsets"):
+            if key not in arrays:
+                raise FormatError(f"model file lacks array {key!r}", path=str(path))
+        try:
+            vocab = decode_strings(arrays["vocab.utf8"], arrays["vocab.offsets"])
+        except ValueError as e:
+            raise FormatError(f"array 'vocab.utf8': {e}", path=str(path)) from None
+    elif "vocab" in arrays and arrays["vocab"].dtype.kind == "U" and arrays["vocab"].ndim == 1:
+        vocab = tuple(str(w) for w in arrays["vocab"])
+    else:
+        raise FormatError("model file lacks the vocabulary (arrays 'vocab.utf8', 'vocab.offsets')",
+                          path=str(path))
+    if not vocab:
+        raise FormatError("the vocabulary is empty", path=str(path))
+    if len(set(vocab)) != len(vocab):
+        seen: dict[str, int] = {}
+        for i, w in enumerate(vocab):
+            if w in seen:
+                raise FormatError(f"vocabulary has duplicate word {w!r} at ids {seen[w]} and {i}",
+                                  path=str(path))
+            seen[w] = i
+    return vocab
+
+
+def _state_from_arrays(module: ModuleType, params: Any, arrays: dict, path: Any, *,
+                       num_tokens: int, num_docs: int | None, num_words: int) -> Any:
+    """The State from `state.<field>` arrays, each checked against the module's
+    ``state_shapes(params, num_tokens, num_docs, num_words)`` (a State of ShapeDtypeStruct; a
+    size the file does not record is passed as -1 and matches any length) and then against the
+    module's ``check_state`` (consistency of the values), where the module has them."""
+    fields = module.State._fields
+    for f in fields:
+        if f"state.{f}" not in arrays:
+            raise FormatError(f"model file lacks array 'state.{f}'", path=str(path))
+    host = module.State(*(arrays[f"state.{f}"] for f in fields))
+    shapes = getattr(module, "state_shapes", None)
+    if shapes is not None:
+        sizes = {"num_tokens": num_tokens, "num_docs": -1 if num_docs is None else num_docs,
+                 "num_words": num_words}
+        expected = shapes(params, **sizes)
+        for f, arr, spec in zip(fields, host, expected):
+            fits = (arr.ndim == len(spec.shape) and arr.dtype == spec.dtype
+                    and all(e in (-1, a) for a, e in zip(arr.shape, spec.shape)))
+            if not fits:
+                want = ["D" if e == -1 else e for e in spec.shape]
+                k = getattr(params, "num_topics", "?")
+                raise FormatError(
+                    f"array 'state.{f}' is {arr.dtype}{list(arr.shape)}, expected "
+                    f"{np.dtype(spec.dtype)}{want} for num_topics={k}, {num_words} vocabulary "
+                    f"words, {num_tokens} tokens"
+                    + ("" if num_docs is None else f", {num_docs} documents"), path=str(path))
+    check = getattr(module, "check_state", None)
+    problem = check(host, params) if check is not None else None
+    if problem:
+        raise FormatError(f"inconsistent state: {problem}", path=str(path))
+    return module.State(*(jnp.asarray(a) for a in host))
+
+
+def _trace_from_arrays(arrays: dict, sweeps_done: int, path: Any) -> list[TracePoint]:
+    """The trace [T, 4] (sweep, log joint per token, changed fraction, seconds)."""
+    if "trace" not in arrays:
+        raise FormatError("model file lacks array 'trace'", path=str(path))
+    tr = arrays["trace"]
+    if tr.dtype.kind != "f" or tr.ndim != 2 or tr.shape[1] != len(TracePoint._fields):
+        raise FormatError(f"array 'trace' is {tr.dtype}{list(tr.shape)}, expected float64[T, 4]",
+                          path=str(path))
+    sweeps = tr[:, 0]
+    if tr.shape[0] and (not np.all(np.isfinite(sweeps)) or np.any(sweeps != np.round(sweeps))
+                        or np.any(np.diff(sweeps) <= 0) or sweeps[0] < 1 or sweeps[-1] > sweeps_done):
+        raise FormatError(f"array 'trace': sweep numbers must be integers rising within "
+                          f"1..{sweeps_done} (sweeps_done)", path=str(path))
+    return [TracePoint(int(r[0]), float(r[1]), float(r[2]), float(r[3])) for r in tr]

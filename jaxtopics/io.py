@@ -47,7 +47,9 @@ __all__ = [
 PathLike = str | os.PathLike[str]
 
 MODEL_FORMAT = "jaxtopics-model"
-MODEL_FORMAT_VERSION = 1
+MODEL_FORMAT_VERSION = 2
+"""1: vocabulary as a numpy unicode array; 2: as UTF-8 bytes + offsets (``encode_strings``),
+with ``num_docs`` and ``text_options`` in the metadata. Both are read."""
 _META_KEY = "__meta__"
 _INT32_MAX = np.iinfo(np.int32).max
 _INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)

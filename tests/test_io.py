@@ -279,7 +279,8 @@ def test_model_file_round_trip(tmp_path: Path):
     assert got["phi"].dtype == np.float32 and np.array_equal(got["phi"], arrays["phi"])
     assert got["vocab"].tolist() == ["alpha", "béta", "γ"]
     assert got["names"].tolist() == ["x", "y"]
-    assert got_meta["format"] == "jaxtopics-model" and got_meta["format_version"] == 1
+    assert got_meta["format"] == "jaxtopics-model"
+    assert got_meta["format_version"] == io.MODEL_FORMAT_VERSION
     assert got_meta["num_topics"] == 2 and got_meta["alpha"] == 0.1
     assert got_meta["sweeps"] == [1, 2]
     io.save_model_file(p, {"a": np.zeros(2)}, {})  # overwrite in place
@@ -321,7 +322,7 @@ def test_load_model_file_newer_version(tmp_path: Path):
     meta = {"format": "jaxtopics-model", "format_version": 99}
     with open(newer, "wb") as f:  # a file object: savez must not append ".npz"
         np.savez(f, __meta__=np.array(json.dumps(meta)), x=np.zeros(1))
-    with pytest.raises(FormatError, match=r"format_version 99 is newer .* \(up to 1\)"):
+    with pytest.raises(FormatError, match=r"format_version 99 is newer .* \(up to 2\)"):
         io.load_model_file(newer)
 
 

@@ -50,11 +50,13 @@ from ..ops import (
 
 __all__ = [
     "Params", "State", "Data", "SweepInfo", "SAMPLERS",
-    "check_params", "prepare", "init", "state_from_assignments", "sweep", "log_joint",
-    "estimate", "fold_in", "assignments",
+    "check_params", "state_shapes", "check_state", "prepare", "init", "state_from_assignments",
+    "sweep", "log_joint", "estimate", "fold_in", "assignments",
 ]
 
 SAMPLERS = ("parallel", "sequential", "uncollapsed")
+LOG_JOINT_USES_DATA = False
+"""log_joint(state, None, params) works: the joint is a function of the state alone."""
 INITS = ("random", "incremental")
 
 
@@ -140,6 +142,39 @@ def check_params(params: Params) -> Params:
     sizes = {name: check_int(getattr(params, name), name, low=low)
              for name, low in (("num_blocks", 1), ("mh_steps", 0), ("chunk_size", 1))}
     return params._replace(num_topics=k, alpha=alpha, beta=beta, **sizes)
+
+
+def state_shapes(params: Params, num_tokens: int, num_docs: int, num_words: int) -> State:
+    """The shape and dtype of every State array for a corpus of these sizes (no computation):
+    what a model file's arrays are checked against before a model is built from them."""
+    k, i32 = params.num_topics, jnp.int32
+    return State(z=jax.ShapeDtypeStruct((num_tokens + 1,), i32),
+                 doc_topic=jax.ShapeDtypeStruct((num_docs, k), i32),
+                 word_topic=jax.ShapeDtypeStruct((num_words, k), i32),
+                 topic=jax.ShapeDtypeStruct((k,), i32))
+
+
+def check_state(state: State, params: Params) -> str | None:
+    """What is inconsistent in a state read from outside (host arrays), or None if nothing.
+
+    Topics lie in [0, K), the dummy slot z[N] is 0, counts are non-negative and the three count
+    tables agree with z.
+    """
+    z = np.asarray(state.z)
+    n, k = z.shape[0] - 1, params.num_topics
+    if n > 0 and (z[:n].min() < 0 or z[:n].max() >= k):
+        return f"z holds topics outside [0, {k})"
+    if z[n] != 0:
+        return "z's last (dummy) slot must be 0"
+    doc_topic, word_topic, topic = (np.asarray(a, np.int64) for a in state[1:])
+    if min(doc_topic.min(initial=0), word_topic.min(initial=0), topic.min(initial=0)) < 0:
+        return "negative counts"
+    by_topic = np.bincount(z[:n], minlength=k)
+    for name, table in (("doc_topic", doc_topic.sum(0)), ("word_topic", word_topic.sum(0)),
+                        ("topic", topic)):
+        if not np.array_equal(table, by_topic):
+            return f"{name} counts disagree with the topic assignments z"
+    return None
 
 
 def prepare(corpus: Corpus, params: Params) -> Data:
@@ -399,7 +434,8 @@ def sweep(key: Array, state: State, data: Data, params: Params,
 def log_joint(state: State, data: Data, params: Params) -> Array:
     """Collapsed log p(w, z) = sum_d log DirMult(n_d. | alpha) + sum_k log DirMult(n_k. | beta).
 
-    The quantity tomotopy reports per word as ``ll_per_word`` (times N).
+    The quantity tomotopy reports per word as ``ll_per_word`` (times N). A function of the count
+    tables alone: `data` is unused and may be None (so a loaded model's state can be scored).
     """
     return (dirichlet_multinomial_log_evidence(state.doc_topic, params.alpha)
             + dirichlet_multinomial_log_evidence(state.word_topic.T, params.beta))
