@@ -10,6 +10,7 @@ to model files (io.py). Every later model follows the same public contract:
 
 from __future__ import annotations
 
+import errno
 import numbers
 import os
 import warnings
@@ -156,7 +157,7 @@ class FittedModel:
             self._data = self._module.prepare(corpus, self.params)
             z = jnp.asarray(self._module.assignments(self._state))
             self._state = self._module.state_from_assignments(z, self._data, self.params)
-        _check_sweeps(num_sweeps, eval_every, checkpoint_every)
+        _check_sweeps(num_sweeps, eval_every, checkpoint_every, checkpoint_path)
         _, chain_key = chain_keys(self.seed)
 
         def save_checkpoint(state, done, trace):
@@ -276,13 +277,16 @@ def load(path: str | os.PathLike) -> FittedModel:
     return model
 
 
-def _check_sweeps(num_sweeps: int, eval_every: int, checkpoint_every: int | None) -> None:
-    for name, v, low in (("num_sweeps", num_sweeps, 0), ("eval_every", eval_every, 1)):
-        if not isinstance(v, (int, np.integer)) or v < low:
-            raise ParameterError(f"{name} must be an integer >= {low}, got {v!r}")
-    if checkpoint_every is not None and (not isinstance(checkpoint_every, (int, np.integer))
-                                         or checkpoint_every < 1):
-        raise ParameterError(f"checkpoint_every must be a positive integer, got {checkpoint_every!r}")
+def _check_sweeps(num_sweeps: int, eval_every: int, checkpoint_every: int | None,
+                  checkpoint_path: str | os.PathLike | None = None) -> None:
+    """Sweep counts (integers, no bools) and, before any sweep runs, the checkpoint location:
+    a checkpoint that cannot be written would otherwise fail only at the first checkpoint."""
+    check_int(num_sweeps, "num_sweeps", low=0)
+    check_int(eval_every, "eval_every", low=1)
+    if checkpoint_every is not None:
+        check_positive_int(checkpoint_every, "checkpoint_every")
+    if checkpoint_path is not None:
+        _check_writable_file(checkpoint_path)
 
 
 class _Estimator:
@@ -307,11 +311,10 @@ class _Estimator:
         """
         if not isinstance(corpus, Corpus):
             raise CorpusError(f"fit expects a jaxtopics.Corpus, got {type(corpus).__name__}")
-        if not isinstance(seed, (int, np.integer)):
-            raise ParameterError(f"seed must be an integer, got {seed!r}")
-        _check_sweeps(num_sweeps, eval_every, checkpoint_every)
+        seed = check_seed(seed)
+        _check_sweeps(num_sweeps, eval_every, checkpoint_every, checkpoint_path)
         data = self.module.prepare(corpus, self.params)
-        init_key, _ = chain_keys(int(seed))
+        init_key, _ = chain_keys(seed)
         state = self.module.init(init_key, data, self.params)
         fitted = FittedModel(self.name, self.params, corpus.vocab, int(seed), state, data,
                              corpus.fingerprint(), 0, [], corpus.num_tokens)
@@ -446,6 +449,21 @@ def _check_same_corpus(model: FittedModel, corpus: Corpus) -> None:
             i = next(i for i, (a, b) in enumerate(zip(corpus.vocab, model.vocab)) if a != b)
             why = f"word {i} is {corpus.vocab[i]!r}, the model's is {model.vocab[i]!r}"
         raise CorpusError(f"resume: the corpus's vocabulary differs from the model's ({why})")
+
+
+def _check_writable_file(path: str | os.PathLike) -> None:
+    """Raise the OSError that writing `path` atomically would raise (naming `path`), now."""
+    import tempfile
+
+    target = os.fspath(path)
+    if os.path.isdir(target):
+        raise IsADirectoryError(errno.EISDIR, "is a directory, expected a file path", target)
+    try:
+        fd, probe = tempfile.mkstemp(dir=os.path.dirname(target) or ".", prefix=".jaxtopics-probe.")
+    except OSError as e:
+        raise OSError(e.errno, e.strerror, target) from None
+    os.close(fd)
+    os.unlink(probe)
 
 
 def _log_joint_of_state(module: ModuleType, state: Any, params: Any) -> float | None:

@@ -266,6 +266,13 @@ def test_transform_validates_num_sweeps_and_seed(fruit_cars, bad):
         m.transform(corpus, seed=1.5)
 
 
+def test_fit_refuses_bool_sweep_counts(small_corpus):
+    """#8 sibling: bools are not counts anywhere (num_sweeps, eval_every, checkpoint_every)."""
+    for kw in ({"num_sweeps": True}, {"eval_every": True}, {"checkpoint_every": True}):
+        with pytest.raises(ParameterError, match=next(iter(kw))):
+            jt.LDA(2).fit(small_corpus, **{"num_sweeps": 1, **kw})
+
+
 @pytest.mark.parametrize("value", [1e-39, 1e39, 1e-40, 1e300, 5e-324, float("inf"), True, "0.1"])
 @pytest.mark.parametrize("name", ["alpha", "beta"])
 def test_hyper_parameters_outside_float32_are_refused(name, value):
@@ -314,6 +321,33 @@ def test_resume_checks_the_vocabulary_word_by_word(small_corpus, tmp_path):
     m.vocab = tuple(w.rstrip("\x00") for w in m.vocab)      # what the old file format did
     with pytest.raises(CorpusError, match="vocabulary differs.*word 3"):
         m.resume(c, num_sweeps=1)
+
+
+@pytest.mark.parametrize("seed", [2**63, 2**64 + 5, -(2**70), 2**1000])
+def test_any_integer_seed_works(small_corpus, tmp_path, seed):
+    """#12: seeds >= 2**63 raised OverflowError in fit and transform; they are folded into the
+    key, reproducibly, and survive save/load."""
+    a = jt.LDA(3).fit(small_corpus, num_sweeps=3, seed=seed, progress=False)
+    b = jt.LDA(3).fit(small_corpus, num_sweeps=3, seed=seed, progress=False)
+    _same_state(a, b)
+    a.transform(small_corpus.subset([0]), num_sweeps=2, seed=seed)
+    a.save(tmp_path / "m.jtm")
+    assert jt.load(tmp_path / "m.jtm").seed == seed
+
+
+def test_distinct_large_seeds_give_distinct_chains(small_corpus):
+    """#12 sibling: JAX keeps only a seed's low 32 bits, so 2**32 gave the chain of seed 0."""
+    from jaxtopics.validate import seed_key
+    import jax
+
+    assert jax.random.key_data(jax.random.key(2**32)).tolist() == jax.random.key_data(
+        jax.random.key(0)).tolist()                         # the JAX behaviour worked around
+    a = jt.LDA(3).fit(small_corpus, num_sweeps=2, seed=0, progress=False)
+    b = jt.LDA(3).fit(small_corpus, num_sweeps=2, seed=2**32, progress=False)
+    assert not np.array_equal(a.assignments, b.assignments)
+    for s in (0, 1, 2**32 - 1):                              # small seeds: the keys of before
+        assert (jax.random.key_data(seed_key(s)).tolist()
+                == jax.random.key_data(jax.random.key(s)).tolist())
 
 
 @pytest.mark.parametrize("k", [True, False, 2**31, 3.0, np.float64(2)])
@@ -431,3 +465,15 @@ def test_load_reads_format_1_files(saved_model, tmp_path):
     bad = _rewrite(old, tmp_path / "v1bad.jtm", meta={"params": _params(m, num_topics=4)})
     with pytest.raises(FormatError, match="state.doc_topic.*\\['D', 4\\]"):
         jt.load(bad)
+
+
+def test_checkpoint_location_is_checked_before_sweeping(small_corpus, tmp_path):
+    """#3 sibling in the API: fit(checkpoint_path=) into a missing directory failed only at the
+    first checkpoint, after the sweeps before it, naming a temporary file."""
+    with pytest.raises(FileNotFoundError) as e:
+        jt.LDA(2).fit(small_corpus, num_sweeps=50, checkpoint_path=tmp_path / "no" / "m.jtm",
+                      checkpoint_every=25, progress=False)
+    assert e.value.filename == str(tmp_path / "no" / "m.jtm")
+    with pytest.raises(IsADirectoryError):
+        jt.LDA(2).fit(small_corpus, num_sweeps=1, checkpoint_path=tmp_path, progress=False)
+    assert not list(tmp_path.iterdir())                   # no probe file left behind
