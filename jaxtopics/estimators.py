@@ -109,6 +109,9 @@ class FittedModel:
     def top_words(self, n: int = 10, topic: int | None = None
                   ) -> list[list[tuple[str, float]]] | list[tuple[str, float]]:
         """The n most probable words of each topic as (word, p) pairs (or of one `topic`)."""
+        n = check_positive_int(n, "n (the number of top words)", high=None)
+        if topic is not None:
+            topic = check_int(topic, "topic", high=None)
         phi = self.topic_word
         topics = range(phi.shape[0]) if topic is None else [topic]
         out = []
@@ -121,16 +124,17 @@ class FittedModel:
 
     def summary(self, n: int = 8) -> str:
         """Human-readable summary: model, sizes, hyper-parameters, trace, top words per topic."""
+        n = check_positive_int(n, "n (the number of top words)", high=None)
         p = self.params
         theta = self.doc_topic
-        share = theta.mean(0)
+        share, what = _topic_shares(self, theta)
         lines = [f"<{self.model.upper()} K={self.num_topics}, V={len(self.vocab)}, "
                  f"N={self.num_tokens}, D={theta.shape[0]}, sweeps={self.sweeps_done}, seed={self.seed}>",
                  "params: " + ", ".join(f"{k}={v}" for k, v in p._asdict().items())]
         if self.trace:
             last = self.trace[-1]
             lines.append(f"log joint per token: {last.log_joint_per_token:.4f} (after {last.sweep} sweeps)")
-        lines.append("topics (share of tokens: top words):")
+        lines.append(f"topics ({what}: top words):")
         for k, words in enumerate(self.top_words(n)):
             lines.append(f"  #{k:<3d} {share[k]:6.1%}  " + " ".join(w for w, _ in words))
         return "\n".join(lines)
@@ -433,6 +437,15 @@ def _map_new_documents(model: FittedModel, docs: Any) -> tuple[np.ndarray, np.nd
     empty = tuple(int(d) for d in np.flatnonzero(np.diff(offsets) == 0))
     info = TransformInfo(int(offsets.shape[0] - 1), int(ids.shape[0]), dropped, unknown, empty)
     return ids, np.asarray(offsets, dtype=np.int64), info
+
+
+def _topic_shares(model: FittedModel, theta: np.ndarray) -> tuple[np.ndarray, str]:
+    """(share of each topic, label): n_k / N from the token assignments where the model has one
+    topic per token, else the mean of theta over documents (and it says so)."""
+    z = np.asarray(model.assignments)
+    if model.num_tokens > 0 and z.shape == (model.num_tokens,):
+        return np.bincount(z, minlength=theta.shape[1]) / z.shape[0], "share of tokens"
+    return theta.mean(0), "mean theta over documents"
 
 
 def _check_same_corpus(model: FittedModel, corpus: Corpus) -> None:

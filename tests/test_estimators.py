@@ -293,6 +293,21 @@ def test_extreme_hyper_parameters_inside_float32_still_work(small_corpus):
         jt.LDA(2, beta=1e37).fit(small_corpus, num_sweeps=1)
 
 
+def test_summary_shares_are_token_shares():
+    """#10: one long document and ten short ones: the summary prints n_k / N, not mean theta."""
+    long_doc = ["alpha"] * 90
+    short = [["beta"]] * 10
+    corpus = jt.Corpus.from_token_lists([long_doc] + short)
+    m = jt.LDA(2, alpha=0.1, beta=0.01).fit(corpus, num_sweeps=30, seed=0, progress=False)
+    z = m.assignments
+    shares = np.bincount(z, minlength=2) / z.size
+    s = m.summary()
+    assert "share of tokens" in s
+    for k in range(2):
+        assert f"#{k:<3d} {shares[k]:6.1%}" in s
+    assert not np.allclose(shares, m.doc_topic.mean(0), atol=0.05)   # the old, mislabelled value
+
+
 def test_model_file_vocabulary_is_compact_and_lossless(small_corpus, tmp_path):
     """#11: one 2000-character word no longer multiplies the file by V x 2000 x 4 bytes;
     #17: a word ending in "\\x00" (or a lone surrogate) survives save/load."""
@@ -363,6 +378,18 @@ def test_kernel_sizes_refuse_values_beyond_int32():
         with pytest.raises(ParameterError, match=name):
             jt.LDA(2, **{name: 2**31})
     assert jt.LDA(np.int64(3)).params.num_topics == 3 and type(jt.LDA(np.int64(3)).params.num_topics) is int
+
+
+@pytest.mark.parametrize("n", [-3, 0, True, 2.0])
+def test_top_words_refuses_n_below_one(fruit_cars, n):
+    """#15: top_words(-3) returned all but 3 words."""
+    _, m = fruit_cars
+    with pytest.raises(ParameterError, match="number of top words"):
+        m.top_words(n)
+    with pytest.raises(ParameterError, match="number of top words"):
+        m.summary(n)
+    with pytest.raises(ParameterError, match="topic"):
+        m.top_words(3, topic=True)
 
 
 def test_log_joint_after_loading_a_zero_sweep_fit(small_corpus, tmp_path):
