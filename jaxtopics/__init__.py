@@ -17,8 +17,9 @@ from .errors import (  # noqa: E402
     FormatError,
     JaxTopicsError,
     ParameterError,
+    UnknownWordsWarning,
 )
-from .estimators import LDA, FittedModel, SentenceLDA, load  # noqa: E402
+from .estimators import LDA, FittedModel, SentenceLDA, TransformInfo, load  # noqa: E402
 
 __all__ = [
     "__version__",
@@ -31,5 +32,7 @@ __all__ = [
     "LDA",
     "ParameterError",
     "SentenceLDA",
+    "TransformInfo",
+    "UnknownWordsWarning",
     "load",
 ]

@@ -11,12 +11,16 @@ from __future__ import annotations
 import argparse
 import builtins
 import csv
+import io
+import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 from .corpus import Corpus
-from .errors import JaxTopicsError
+from .errors import JaxTopicsError, ParameterError
+from .validate import check_positive_int
 
 __all__ = ["main"]
 
@@ -84,8 +88,43 @@ def _all_options() -> list:
     return unique
 
 
+OUT_FILES = ("model.jtm", "topics.txt", "trace.csv")
+
+
+def _prepare_out(out: Path) -> None:
+    """Create the output directory and prove it writable before any fitting, so a bad --out
+    costs nothing (the fit's model would otherwise be lost at the end, or at a checkpoint)."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise ParameterError(f"--out {out}: exists and is not a directory") from None
+    except OSError as e:
+        raise ParameterError(f"--out {out}: cannot create the directory ({e.strerror})") from None
+    for name in OUT_FILES:
+        if (out / name).is_dir():
+            raise ParameterError(f"--out {out}: {out / name} is a directory, where the fit writes "
+                                 f"a file")
+    try:
+        fd, probe = tempfile.mkstemp(dir=out, prefix=".jaxtopics-probe.")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise ParameterError(f"--out {out}: cannot write there ({e.strerror})") from None
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    """Options only used after the fit (or before jax starts) are checked first."""
+    if args.top_words < 1:
+        raise ParameterError(f"--top-words must be >= 1, got {args.top_words}")
+    devices = getattr(args, "devices", None)
+    if devices is not None:
+        check_positive_int(devices, "--devices")
+
+
 def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) -> int:
     import jax
+
+    from .io import atomic_write_bytes
 
     lead = jax.process_index() == 0            # a multi-process run prints and writes on process 0
     print = builtins.print if lead else (lambda *a, **k: None)   # noqa: A001
@@ -108,6 +147,8 @@ def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) 
         est = model
     else:
         est = _estimator(args)
+    if out is not None:
+        _prepare_out(out)
     where = f"{devices} {jax.default_backend()} devices" if devices else jax.default_backend()
     if jax.process_count() > 1:
         where += f" over {jax.process_count()} processes"
@@ -134,17 +175,17 @@ def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) 
     print(f"total: {args.sweeps} sweeps in {elapsed:.1f}s\n")
     print(model.summary(n=args.top_words))
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
         model.save(out / "model.jtm")        # collective; process 0 writes
         if not lead:
             return 0
-        with open(out / "topics.txt", "w", encoding="utf-8") as f:
-            for k, words in enumerate(model.top_words(args.top_words)):
-                f.write(f"{k}\t" + " ".join(w for w, _ in words) + "\n")
-        with open(out / "trace.csv", "w", newline="", encoding="utf-8") as f:
-            w = csv.writer(f)
-            w.writerow(["sweep", "log_joint_per_token", "changed_fraction", "seconds"])
-            w.writerows(model.trace)
+        topics = "".join(f"{k}\t" + " ".join(w for w, _ in words) + "\n"
+                         for k, words in enumerate(model.top_words(args.top_words)))
+        atomic_write_bytes(out / "topics.txt", topics.encode("utf-8"))
+        table = io.StringIO(newline="")
+        w = csv.writer(table)
+        w.writerow(["sweep", "log_joint_per_token", "changed_fraction", "seconds"])
+        w.writerows(model.trace)
+        atomic_write_bytes(out / "trace.csv", table.getvalue().encode("utf-8"))
         print(f"\nwrote {out / 'model.jtm'}, topics.txt, trace.csv")
     return 0
 
@@ -199,12 +240,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if getattr(args, "devices", None):
-        import jax
-        # before the first computation starts the backend; concerns the CPU platform only
-        if args.devices > 1:
-            jax.config.update("jax_num_cpu_devices", args.devices)
     try:
+        _check_args(args)
+        if getattr(args, "devices", None):
+            import jax
+            # before the first computation starts the backend; concerns the CPU platform only
+            if args.devices > 1:
+                jax.config.update("jax_num_cpu_devices", args.devices)
         if getattr(args, "coordinator", None):
             if args.num_processes is None or args.process_id is None:
                 raise JaxTopicsError("--coordinator needs --num-processes and --process-id")
@@ -221,8 +263,12 @@ def main(argv: list[str] | None = None) -> int:
             from .estimators import load
             print(load(args.path).summary(n=args.top_words))
             return 0
-    except (JaxTopicsError, FileNotFoundError, IsADirectoryError) as e:
+    except JaxTopicsError as e:
         print(f"jaxtopics: error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # a file that cannot be read or written: one line naming it
+        where = f"{e.filename}: " if e.filename is not None else ""
+        print(f"jaxtopics: error: {where}{e.strerror or e}", file=sys.stderr)
         return 2
     return 1
 

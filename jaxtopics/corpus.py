@@ -9,22 +9,26 @@ dropped; models that cannot take them call :meth:`Corpus.require_nonempty_docs`.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hashlib
 import math
 import os
 import re
+import sys
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
 from . import io as _io
-from .errors import CorpusError, EmptyDocumentError, FormatError, ParameterError
+from .errors import CorpusError, EmptyDocumentError, ParameterError
 
-__all__ = ["Corpus", "ENGLISH_STOP_WORDS", "default_tokenizer", "split_sentences"]
+__all__ = ["Corpus", "ENGLISH_STOP_WORDS", "TextOptions", "default_tokenizer", "split_sentences"]
 
 _INT32_MAX = int(np.iinfo(np.int32).max)
 _INT64_MAX = int(np.iinfo(np.int64).max)
@@ -60,18 +64,198 @@ ENGLISH_STOP_WORDS: frozenset[str] = frozenset(
 )
 """A standard English stop-word list (function words, pronouns, contractions, number words)."""
 
-_TOKEN_RE = re.compile(r"[^\W\d_](?:[\w'\u2019]*\w)?")
 _SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+|\s*\n\s*")
+_JOINERS = "'\u2019\u200c\u200d"   # apostrophes, zero-width (non-)joiner: inside a word only
+
+
+@functools.lru_cache(maxsize=1)
+def _token_re() -> re.Pattern[str]:
+    """Words: a letter, then letters, digits, combining marks (Unicode category M) and joiners,
+    ending in a letter, digit or mark. Python's ``\\w`` lacks the marks, which cut Devanagari,
+    Thai or Arabic words apart at every vowel sign, virama or harakat; the mark class is built from
+    this Python's ``unicodedata`` once, on first use."""
+    ranges: list[str] = []
+    start = prev = -2
+    for cp in range(sys.maxunicode + 1):
+        if unicodedata.category(chr(cp))[0] == "M":
+            if cp != prev + 1:
+                if start >= 0:
+                    ranges.append(f"\\U{start:08x}-\\U{prev:08x}")
+                start = cp
+            prev = cp
+    ranges.append(f"\\U{start:08x}-\\U{prev:08x}")
+    marks = "".join(ranges)
+    return re.compile(rf"[^\W\d_](?:[\w{marks}{_JOINERS}]*[\w{marks}])?")
 
 
 def default_tokenizer(text: str) -> list[str]:
-    """Words made of letters, with internal digits/apostrophes (``don't``, ``covid19``)."""
-    return [t.replace("\u2019", "'") for t in _TOKEN_RE.findall(text)]
+    """Words made of letters with internal digits, apostrophes and combining marks (``don't``,
+    ``covid19``, ``हिन्दी``), after NFC normalisation (so a decomposed ``café`` is the composed
+    one). Digits-only runs, punctuation, symbols and emoji are not words. Scripts written without
+    spaces (Chinese, Japanese, Thai) come out as whole runs: pass a segmenting ``tokenizer`` to
+    :meth:`Corpus.from_texts` for those."""
+    text = unicodedata.normalize("NFC", text)
+    return [t.replace("\u2019", "'") for t in _token_re().findall(text)]
 
 
 def split_sentences(text: str) -> list[str]:
     """Split at ``.``, ``!`` or ``?`` followed by whitespace, and at newlines."""
     return [s for s in _SENTENCE_SPLIT_RE.split(text) if s and not s.isspace()]
+
+
+class TextOptions(NamedTuple):
+    """How :meth:`Corpus.from_texts` turns one text into tokens: NFC-normalise, tokenize,
+    lowercase, drop tokens shorter than ``min_length``, drop stop words.
+
+    A corpus built from texts keeps its options (``Corpus.text_options``), and so does a model
+    fitted to it (also in its model file), so new texts are tokenised exactly as the training
+    texts were (``FittedModel.transform``). ``tokenizer`` is None for :func:`default_tokenizer`,
+    else the callable given; a model file cannot hold a callable, so one read from a file says
+    ``"custom"`` (and new texts must then be tokenised by the caller). ``stop_words`` is
+    ``"english"`` (:data:`ENGLISH_STOP_WORDS`), a sorted tuple of words, or None. Build with
+    :meth:`make`, which validates.
+    """
+
+    tokenizer: Callable[[str], Sequence[str]] | str | None = None
+    lowercase: bool = True
+    stop_words: str | tuple[str, ...] | None = "english"
+    min_length: int = 2
+
+    @classmethod
+    def make(
+        cls,
+        tokenizer: Callable[[str], Sequence[str]] | None = None,
+        lowercase: bool = True,
+        stop_words: Literal["english"] | Iterable[str] | None = "english",
+        min_length: int = 2,
+    ) -> TextOptions:
+        """Validated options (raises ParameterError naming the bad one)."""
+        if tokenizer is not None and not callable(tokenizer):
+            raise ParameterError(f"tokenizer must be callable, got {type(tokenizer).__name__}")
+        if not isinstance(lowercase, (bool, np.bool_)):
+            raise ParameterError(f"lowercase must be True or False, got {lowercase!r}")
+        if isinstance(min_length, bool) or not isinstance(min_length, (int, np.integer)):
+            raise ParameterError(f"min_length must be an int, got {min_length!r}")
+        stops: str | tuple[str, ...] | None
+        if stop_words is None:
+            stops = None
+        elif isinstance(stop_words, str):
+            if stop_words != "english":
+                raise ParameterError(
+                    f"unknown stop-word list {stop_words!r}; use 'english', None, "
+                    f"or a collection of words"
+                )
+            stops = "english"
+        else:
+            try:
+                words = list(stop_words)
+            except TypeError:
+                raise ParameterError(
+                    f"stop_words must be 'english', None or a collection of words, "
+                    f"got {type(stop_words).__name__}"
+                ) from None
+            bad = [w for w in words if not isinstance(w, str)]
+            if bad:
+                raise ParameterError(f"stop_words must be strings, got {bad[0]!r}")
+            stops = tuple(sorted({unicodedata.normalize("NFC", w) for w in words}))
+        return cls(tokenizer, bool(lowercase), stops, int(min_length))
+
+    def _stop_set(self) -> frozenset[str]:
+        if self.stop_words is None:
+            stops: frozenset[str] = frozenset()
+        elif self.stop_words == "english":
+            stops = ENGLISH_STOP_WORDS
+        else:
+            stops = frozenset(self.stop_words)
+        return frozenset(w.lower() for w in stops) if self.lowercase else stops
+
+    def _pipeline(self) -> Callable[[str, int], list[str]]:
+        """``f(text, d) -> tokens``; errors name document ``d``."""
+        tok = self.tokenizer
+        if tok is None:
+            tok = default_tokenizer
+        elif not callable(tok):
+            raise ParameterError(
+                f"these texts were tokenised by a custom tokenizer ({tok!r}), which a model file "
+                f"cannot hold: tokenise new texts with it, e.g. "
+                f"Corpus.from_texts(texts, tokenizer=...), and pass the Corpus"
+            )
+        stops, lowercase, min_length = self._stop_set(), self.lowercase, self.min_length
+        nfc = unicodedata.normalize
+
+        def tokens_of(text: str, d: int) -> list[str]:
+            try:
+                raw = tok(nfc("NFC", text))
+            except Exception as e:  # the user's tokenizer failed: say on which document
+                raise CorpusError(
+                    f"document {d}: tokenizer raised {type(e).__name__}: {e}"
+                ) from e
+            if isinstance(raw, (str, bytes)):
+                raise CorpusError(f"document {d}: tokenizer returned a string, expected a list")
+            out = []
+            for p, t in enumerate(raw):
+                if not isinstance(t, str):
+                    raise CorpusError(
+                        f"document {d}: tokenizer returned non-str token {t!r} at position {p}"
+                    )
+                if lowercase:
+                    t = t.lower()
+                if len(t) >= min_length and t not in stops:
+                    out.append(t)
+            return out
+
+        return tokens_of
+
+    def tokenize(self, texts: Iterable[str]) -> list[list[str]]:
+        """The tokens of each text (one list per text), as :meth:`Corpus.from_texts` makes them
+        before its vocabulary is built."""
+        if isinstance(texts, (str, bytes)):
+            raise CorpusError("texts must be an iterable of str, got a single string")
+        tokens_of = self._pipeline()
+        out = []
+        for d, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise CorpusError(f"texts[{d}] must be a str, got {type(text).__name__}")
+            out.append(tokens_of(text, d))
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-able description (a custom tokenizer is named, not stored)."""
+        tok = self.tokenizer
+        if tok is None:
+            name = "default"
+        elif isinstance(tok, str):
+            name = tok
+        else:
+            qual = getattr(tok, "__qualname__", type(tok).__name__)
+            name = f"custom:{getattr(tok, '__module__', None) or '?'}.{qual}"
+        stops = list(self.stop_words) if isinstance(self.stop_words, tuple) else self.stop_words
+        return {"tokenizer": name, "normalize": "NFC", "lowercase": self.lowercase,
+                "stop_words": stops, "min_length": self.min_length}
+
+    @classmethod
+    def from_json(cls, obj: Any) -> TextOptions:
+        """Inverse of :meth:`to_json`; raises ValueError saying what is wrong."""
+        keys = {"tokenizer", "normalize", "lowercase", "stop_words", "min_length"}
+        if not isinstance(obj, dict) or set(obj) != keys:
+            got = sorted(obj) if isinstance(obj, dict) else type(obj).__name__
+            raise ValueError(f"expected an object with keys {sorted(keys)}, got {got}")
+        tok = obj["tokenizer"]
+        if not isinstance(tok, str) or not (tok == "default" or tok.startswith("custom")):
+            raise ValueError(f"tokenizer must be 'default' or 'custom:...', got {tok!r}")
+        if obj["normalize"] != "NFC":
+            raise ValueError(f"normalize must be 'NFC', got {obj['normalize']!r}")
+        stops = obj["stop_words"]
+        if not (stops is None or stops == "english" or (
+                isinstance(stops, list) and all(isinstance(w, str) for w in stops))):
+            raise ValueError(f"stop_words must be 'english', null or a list of words, got {stops!r}")
+        if not isinstance(obj["lowercase"], bool):
+            raise ValueError(f"lowercase must be true or false, got {obj['lowercase']!r}")
+        ml = obj["min_length"]
+        if isinstance(ml, bool) or not isinstance(ml, int):
+            raise ValueError(f"min_length must be an integer, got {ml!r}")
+        return cls(None if tok == "default" else tok, obj["lowercase"],
+                   tuple(stops) if isinstance(stops, list) else stops, ml)
 
 
 # --------------------------------------------------------------------------------------------
@@ -109,8 +293,12 @@ def _int_array(x: Any, dtype: type[np.integer], name: str) -> np.ndarray:
         if bad.any():
             k = int(np.flatnonzero(bad)[0])
             raise CorpusError(f"{name}[{k}] = {arr[k]} is not an integer")
-        if arr.size and (arr.min() < info.min or arr.max() > info.max):
-            k = int(np.flatnonzero((arr < info.min) | (arr > info.max))[0])
+        # compare in float64 against exact powers of two: float(2**63 - 1) rounds up to 2**63,
+        # so "arr > info.max" would let 2.0**63 through to a cast that wraps it negative
+        lo, hi_excl = float(info.min), 2.0 ** (np.iinfo(dtype).bits - 1)
+        out_of_range = (arr < lo) | (arr >= hi_excl)
+        if out_of_range.any():
+            k = int(np.flatnonzero(out_of_range)[0])
             raise CorpusError(f"{name}[{k}] = {arr[k]} does not fit in {np.dtype(dtype).name}")
     else:
         raise CorpusError(f"{name} must hold integers, got dtype {arr.dtype}")
@@ -191,6 +379,8 @@ class Corpus:
             non-empty document starts a sentence; sentences are non-empty. None if unknown.
         labels: int64 [D] gold label / cluster per document, or None.
         doc_names: a title / id per document, or None.
+        text_options: how raw texts were turned into tokens (:class:`TextOptions`, set by
+            :meth:`from_texts` and the readers built on it), or None.
     """
 
     word_ids: np.ndarray
@@ -199,6 +389,7 @@ class Corpus:
     sentence_offsets: np.ndarray | None = None
     labels: np.ndarray | None = None
     doc_names: tuple[str, ...] | None = None
+    text_options: TextOptions | None = None
 
     # ----------------------------------------------------------------------------------------
     # validation
@@ -275,6 +466,10 @@ class Corpus:
             put(self, "doc_names", names)
             if len(names) != d_count:
                 raise CorpusError(f"doc_names has {len(names)} entries for {d_count} documents")
+        if self.text_options is not None and not isinstance(self.text_options, TextOptions):
+            raise CorpusError(
+                f"text_options must be a TextOptions or None, got {type(self.text_options).__name__}"
+            )
 
     # ----------------------------------------------------------------------------------------
     # sizes and views
@@ -334,13 +529,20 @@ class Corpus:
         return np.bincount(self.word_ids, minlength=self.num_words).astype(np.int64)
 
     def fingerprint(self) -> str:
-        """SHA-256 hex digest of the tokens, document offsets and vocabulary."""
+        """SHA-256 hex digest of the tokens, document offsets and vocabulary.
+
+        Any str hashes (lone surrogates too). Where a word holds a newline, the word lengths are
+        hashed as well, so ("a\\nb", "c") and ("a", "b\\nc") differ; other vocabularies hash
+        as they always did (fingerprints in existing model files stay valid).
+        """
         h = hashlib.sha256()
         h.update(b"jaxtopics-corpus-v1\0")
         h.update(np.asarray([self.num_tokens, self.num_docs, self.num_words], "<i8").tobytes())
         h.update(self.word_ids.astype("<i4", copy=False).tobytes())
         h.update(self.doc_offsets.astype("<i8", copy=False).tobytes())
-        h.update("\n".join(self.vocab).encode("utf-8"))
+        h.update("\n".join(self.vocab).encode("utf-8", "surrogatepass"))
+        if any("\n" in w for w in self.vocab):
+            h.update(np.asarray([len(w) for w in self.vocab], "<i8").tobytes())
         return h.hexdigest()
 
     def require_nonempty_docs(self, model: str) -> None:
@@ -401,6 +603,7 @@ class Corpus:
             sentence_offsets=None if sentence_offsets is None else _frozen(sentence_offsets),
             labels=None if self.labels is None else _frozen(self.labels[idx]),
             doc_names=None if self.doc_names is None else tuple(self.doc_names[i] for i in idx),
+            text_options=self.text_options,
         )
 
     def __repr__(self) -> str:
@@ -427,6 +630,7 @@ class Corpus:
         sentence_offsets: Any = None,
         labels: Any = None,
         doc_names: Sequence[str] | None = None,
+        text_options: TextOptions | None = None,
     ) -> Corpus:
         """Validate and wrap arrays (see the class attributes for their meaning)."""
         return cls(
@@ -436,6 +640,7 @@ class Corpus:
             sentence_offsets=sentence_offsets,
             labels=labels,
             doc_names=doc_names,
+            text_options=text_options,
         )
 
     @classmethod
@@ -558,58 +763,20 @@ class Corpus:
     ) -> Corpus:
         """Tokenise raw texts and build a corpus.
 
-        Steps: (split into sentences) -> tokenise -> lowercase -> drop tokens shorter than
-        ``min_length`` -> drop stop words -> keep words whose document frequency lies in
+        Steps: (split into sentences) -> NFC-normalise -> tokenise -> lowercase -> drop tokens
+        shorter than ``min_length`` -> drop stop words -> keep words whose document frequency lies in
         [min_df, max_df] (an int is a count, a float a fraction of documents).
         The vocabulary is ordered by descending corpus frequency, then alphabetically.
         Documents left empty are kept; with ``sentences=True`` empty sentences are dropped.
+        The per-text options are kept as ``corpus.text_options`` (:class:`TextOptions`), so a
+        model fitted to the corpus tokenises new texts the same way.
         """
         if isinstance(texts, (str, bytes)):
             raise CorpusError("texts must be an iterable of str, got a single string")
-        tok = default_tokenizer if tokenizer is None else tokenizer
-        if not callable(tok):
-            raise ParameterError(f"tokenizer must be callable, got {type(tok).__name__}")
+        options = TextOptions.make(tokenizer, lowercase, stop_words, min_length)
         _check_frac_or_count(min_df, "min_df")
         _check_frac_or_count(max_df, "max_df")
-        if isinstance(min_length, bool) or not isinstance(min_length, (int, np.integer)):
-            raise ParameterError(f"min_length must be an int, got {min_length!r}")
-        if stop_words is None:
-            stops: frozenset[str] = frozenset()
-        elif isinstance(stop_words, str):
-            if stop_words != "english":
-                raise ParameterError(
-                    f"unknown stop-word list {stop_words!r}; use 'english', None, "
-                    f"or a collection of words"
-                )
-            stops = ENGLISH_STOP_WORDS
-        else:
-            stops = frozenset(stop_words)
-            bad = [w for w in stops if not isinstance(w, str)]
-            if bad:
-                raise ParameterError(f"stop_words must be strings, got {bad[0]!r}")
-        if lowercase:
-            stops = frozenset(w.lower() for w in stops)
-
-        def tokens_of(text: str, d: int) -> list[str]:
-            try:
-                raw = tok(text)
-            except Exception as e:  # the user's tokenizer failed: say on which document
-                raise CorpusError(
-                    f"document {d}: tokenizer raised {type(e).__name__}: {e}"
-                ) from e
-            if isinstance(raw, (str, bytes)):
-                raise CorpusError(f"document {d}: tokenizer returned a string, expected a list")
-            out = []
-            for p, t in enumerate(raw):
-                if not isinstance(t, str):
-                    raise CorpusError(
-                        f"document {d}: tokenizer returned non-str token {t!r} at position {p}"
-                    )
-                if lowercase:
-                    t = t.lower()
-                if len(t) >= min_length and t not in stops:
-                    out.append(t)
-            return out
+        tokens_of = options._pipeline()
 
         # docs: list of sentences (each a token list); without sentences, one "sentence" per doc
         docs: list[list[list[str]]] = []
@@ -646,7 +813,7 @@ class Corpus:
             token_docs: Iterable[Any] = docs
         else:
             token_docs = (doc[0] for doc in docs)
-        return cls.from_token_lists(
+        corpus = cls.from_token_lists(
             token_docs,
             vocab=vocab,
             unknown="drop",
@@ -654,6 +821,7 @@ class Corpus:
             labels=labels,
             doc_names=doc_names,
         )
+        return dataclasses.replace(corpus, text_options=options)
 
     @classmethod
     def from_bow(
@@ -674,6 +842,11 @@ class Corpus:
         """
         if isinstance(docs, (str, bytes)):
             raise CorpusError("docs must be an iterable of (word_id, count) lists")
+        if num_words is not None:
+            if (isinstance(num_words, (bool, np.bool_))
+                    or not isinstance(num_words, (int, np.integer)) or num_words < 0):
+                raise ParameterError(f"num_words must be a non-negative int, got {num_words!r}")
+            num_words = int(num_words)
         vocab_t: tuple[str, ...] | None = None
         if vocab is not None:
             if isinstance(vocab, Mapping):
@@ -681,6 +854,9 @@ class Corpus:
                 for k in keys:
                     if _as_int_value(k) is None or isinstance(k, float):
                         raise CorpusError(f"vocab mapping key {k!r} is not an int word id")
+                    if int(k) < 0:
+                        raise CorpusError(f"vocab mapping key {k!r} is negative; word ids are "
+                                          f"0..V-1")
                 present = set(int(k) for k in keys)
                 size = max(present) + 1 if present else 0
                 if len(present) != size:
@@ -695,11 +871,6 @@ class Corpus:
                 raise CorpusError(
                     f"num_words = {num_words} disagrees with the vocabulary size {len(vocab_t)}"
                 )
-        if num_words is not None and (
-            isinstance(num_words, bool) or not isinstance(num_words, (int, np.integer))
-            or num_words < 0
-        ):
-            raise ParameterError(f"num_words must be a non-negative int, got {num_words!r}")
         limit = len(vocab_t) if vocab_t is not None else num_words
 
         ids: list[int] = []
@@ -749,6 +920,11 @@ class Corpus:
             raise CorpusError("corpus has no documents (no documents given)")
         ids_a = np.asarray(ids, dtype=np.int32)
         counts_a = np.asarray(counts, dtype=np.int64)
+        total = int(counts_a.sum())
+        if total > _INT32_MAX - 1:
+            raise CorpusError(
+                f"the counts add up to {total} tokens, more than a corpus holds ({_INT32_MAX - 1})"
+            )
         if vocab_t is None:
             size = num_words if num_words is not None else (int(ids_a.max()) + 1 if ids else 0)
             vocab_t = tuple(str(i) for i in range(size))
@@ -770,23 +946,20 @@ class Corpus:
     ) -> Corpus:
         """Read an LDA-C file; ``vocab`` is a vocabulary file path, a word sequence, or None
         (words named ``str(id)``)."""
-        word_ids, doc_offsets = _io.read_ldac(path)
+        vocab_t: tuple[str, ...] | None
         if vocab is None:
-            size = int(word_ids.max()) + 1 if word_ids.size else 0
-            vocab_t = tuple(str(i) for i in range(size))
+            vocab_t = None
         elif isinstance(vocab, (str, os.PathLike)):
             vocab_t = _io.read_vocab(vocab)
         else:
             vocab_t = _str_tuple(vocab, "vocab")
-        bad = np.flatnonzero(word_ids >= len(vocab_t))
-        if bad.size:
-            t = int(bad[0])
-            d = int(np.searchsorted(doc_offsets, t, side="right")) - 1
-            raise FormatError(
-                f"word id {int(word_ids[t])} is outside the vocabulary of {len(vocab_t)} words",
-                path,
-                d + 1,
-            )
+        # every pair's id is checked against the vocabulary, a pair with count 0 too
+        word_ids, doc_offsets = _io.read_ldac(
+            path, num_words=None if vocab_t is None else len(vocab_t)
+        )
+        if vocab_t is None:
+            size = int(word_ids.max()) + 1 if word_ids.size else 0
+            vocab_t = tuple(str(i) for i in range(size))
         return cls(word_ids=_frozen(word_ids), doc_offsets=_frozen(doc_offsets), vocab=vocab_t)
 
     @classmethod

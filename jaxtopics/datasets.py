@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import hashlib
+import json
 import os
 import re
 import sys
@@ -25,8 +26,9 @@ from typing import Iterator, NamedTuple
 
 import numpy as np
 
-from .corpus import Corpus
+from .corpus import Corpus, TextOptions
 from .errors import ParameterError
+from .io import decode_strings, encode_strings
 
 __all__ = [
     "SyntheticCorpus",
@@ -91,6 +93,8 @@ def _zipf_weights(num_words: int, exponent: float) -> np.ndarray:
 
 
 def _check_positive(name: str, value: float, *, integer: bool = False) -> None:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+        raise ParameterError(f"{name} must be a positive number, got {value!r}")
     ok = value > 0 and np.isfinite(value)
     if integer:
         ok = ok and float(value).is_integer()
@@ -146,8 +150,8 @@ def synthetic_lda(
     if not (np.isfinite(rank_noise) and rank_noise >= 0):
         raise ParameterError(f"rank_noise must be finite and >= 0, got {rank_noise!r}")
     D, V, K = int(num_docs), int(num_words), int(num_topics)
-    if K > np.iinfo(np.int32).max or V > np.iinfo(np.int32).max:
-        raise ParameterError("num_topics and num_words must fit in int32")
+    if max(D, K, V) > np.iinfo(np.int32).max:
+        raise ParameterError("num_docs, num_topics and num_words must fit in int32")
     rng = np.random.default_rng(seed)
 
     # Topics: one Dirichlet draw per topic over its own (noisy Zipf) ranking.
@@ -379,10 +383,11 @@ def _compact(corpus: Corpus) -> Corpus:
         sentence_offsets=corpus.sentence_offsets,
         labels=corpus.labels,
         doc_names=corpus.doc_names,
+        text_options=corpus.text_options,
     )
 
 
-_STDLIB_BUILDER_VERSION = 1
+_STDLIB_BUILDER_VERSION = 2
 """Bump whenever the stdlib corpus builder changes what it produces (invalidates caches)."""
 
 
@@ -423,13 +428,19 @@ def _save_corpus(path: Path, corpus: Corpus, key: str) -> None:
         fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
         try:
             with os.fdopen(fd, "wb") as f:
+                vocab, vocab_offsets = encode_strings(corpus.vocab)
+                names, names_offsets = encode_strings(corpus.doc_names or ())
+                options = None if corpus.text_options is None else corpus.text_options.to_json()
                 np.savez(
                     f,
                     key=np.array(key),
                     word_ids=corpus.word_ids,
                     doc_offsets=corpus.doc_offsets,
-                    vocab=np.array(corpus.vocab, dtype=str),
-                    doc_names=np.array(corpus.doc_names or (), dtype=str),
+                    vocab=vocab,
+                    vocab_offsets=vocab_offsets,
+                    doc_names=names,
+                    doc_names_offsets=names_offsets,
+                    text_options=np.array(json.dumps(options)),
                 )
             os.replace(tmp, path)
         except BaseException:
@@ -446,9 +457,12 @@ def _load_corpus(path: Path, key: str) -> Corpus | None:
         with np.load(path, allow_pickle=False) as z:
             if str(z["key"]) != key:
                 return None
-            vocab = tuple(str(w) for w in z["vocab"])
-            names = tuple(str(n) for n in z["doc_names"])
-            return Corpus.from_arrays(z["word_ids"], z["doc_offsets"], vocab, doc_names=names)
+            vocab = decode_strings(z["vocab"], z["vocab_offsets"])
+            names = decode_strings(z["doc_names"], z["doc_names_offsets"])
+            options = json.loads(str(z["text_options"]))
+            return Corpus.from_arrays(
+                z["word_ids"], z["doc_offsets"], vocab, doc_names=names,
+                text_options=None if options is None else TextOptions.from_json(options))
     except Exception:  # missing, truncated, corrupt, wrong shapes: rebuild
         return None
 

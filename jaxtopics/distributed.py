@@ -96,7 +96,7 @@ def read_process_corpus(path, fmt: str = "ldac", vocab=None, **text_kwargs) -> C
         doc_tokens = _io.ldac_doc_tokens(path)
         _check_enough_docs(doc_tokens.shape[0], processes, path)
         bounds = balanced_ranges(doc_tokens, processes)
-        word_ids, offsets = _io.read_ldac(path, (bounds[me], bounds[me + 1]))
+        word_ids, offsets = _io.read_ldac(path, documents=(bounds[me], bounds[me + 1]))
         if vocab is None:
             top = int(word_ids.max()) + 1 if word_ids.size else 0
             size = int(_allgather_host(np.asarray([top])).max())

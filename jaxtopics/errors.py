@@ -14,6 +14,7 @@ __all__ = [
     "EmptyDocumentError",
     "FormatError",
     "ParameterError",
+    "UnknownWordsWarning",
 ]
 
 
@@ -65,3 +66,7 @@ class FormatError(CorpusError):
 
 class ParameterError(JaxTopicsError):
     """A bad hyper-parameter or option value."""
+
+
+class UnknownWordsWarning(UserWarning):
+    """New documents hold words a fitted model does not know; their tokens were dropped."""

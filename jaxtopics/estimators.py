@@ -10,23 +10,29 @@ to model files (io.py). Every later model follows the same public contract:
 
 from __future__ import annotations
 
+import errno
+import numbers
 import os
 from dataclasses import dataclass
+import warnings
+from collections.abc import Iterable
+from functools import partial
 from types import ModuleType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from . import __version__
-from .corpus import Corpus
-from .errors import CorpusError, FormatError, ParameterError
+from .corpus import Corpus, TextOptions, split_sentences
+from .errors import CorpusError, FormatError, ParameterError, UnknownWordsWarning
 from .fit import TracePoint, chain_keys, run_sweeps
-from .io import load_model_file, save_model_file
+from .io import decode_strings, encode_strings, load_model_file, save_model_file
 from .models import lda, slda
+from .validate import INT32_MAX, check_int, check_positive_int, check_seed, seed_key
 
-__all__ = ["LDA", "SentenceLDA", "FittedModel", "Option", "load", "MODELS"]
+__all__ = ["LDA", "SentenceLDA", "FittedModel", "Option", "TransformInfo", "load", "MODELS"]
 
 #: model name -> estimator class (filled by ``_Estimator.__init_subclass__``), for load() and the CLI
 MODELS: dict[str, type["_Estimator"]] = {}
@@ -51,8 +57,13 @@ class FittedModel:
     """A fitted chain: final state, trace, and read-outs. Returned by ``Estimator.fit``.
 
     Attributes: model (name), params, vocab, seed, sweeps_done, trace (list of TracePoint),
-    corpus_fingerprint. The chain continues with ``resume``; ``save``/``jaxtopics.load`` persist it.
+    corpus_fingerprint, text_options (how the training texts were tokenised, or None),
+    last_transform (a TransformInfo on the latest ``transform``). The chain continues with
+    ``resume``; ``save``/``jaxtopics.load`` persist it.
     """
+
+    text_options: TextOptions | None = None
+    last_transform: TransformInfo | None = None
 
     def __init__(self, model: str, params: Any, vocab: tuple[str, ...], seed: int,
                  state: Any, data: Any, corpus_fingerprint: str, sweeps_done: int,
@@ -139,11 +150,19 @@ class FittedModel:
         if self._data is not None:
             lj = self._module.log_joint(self._state, self._data, self.params)
             return float(lj) / self.num_tokens
+        if self.trace and self.trace[-1].sweep == self.sweeps_done:    # evaluated at this state
+            return self.trace[-1].log_joint_per_token
+        lj = _log_joint_of_state(self._module, self._state, self.params)
+        if lj is not None:
+            return lj / self.num_tokens
         return self.trace[-1].log_joint_per_token if self.trace else float("nan")
 
     def top_words(self, n: int = 10, topic: int | None = None
                   ) -> list[list[tuple[str, float]]] | list[tuple[str, float]]:
         """The n most probable words of each topic as (word, p) pairs (or of one `topic`)."""
+        n = check_positive_int(n, "n (the number of top words)", high=None)
+        if topic is not None:
+            topic = check_int(topic, "topic", high=None)
         phi = self.topic_word
         topics = range(phi.shape[0]) if topic is None else [topic]
         out = []
@@ -156,16 +175,17 @@ class FittedModel:
 
     def summary(self, n: int = 8) -> str:
         """Human-readable summary: model, sizes, hyper-parameters, trace, top words per topic."""
+        n = check_positive_int(n, "n (the number of top words)", high=None)
         p = self.params
         theta = self.doc_topic
-        share = theta.mean(0)
+        share, what = _topic_shares(self, theta)
         lines = [f"<{self.model.upper()} K={self.num_topics}, V={len(self.vocab)}, "
                  f"N={self.num_tokens}, D={theta.shape[0]}, sweeps={self.sweeps_done}, seed={self.seed}>",
                  "params: " + ", ".join(f"{k}={v}" for k, v in p._asdict().items())]
         if self.trace:
             last = self.trace[-1]
             lines.append(f"log joint per token: {last.log_joint_per_token:.4f} (after {last.sweep} sweeps)")
-        lines.append("topics (share of tokens: top words):")
+        lines.append(f"topics ({what}: top words):")
         for k, words in enumerate(self.top_words(n)):
             lines.append(f"  #{k:<3d} {share[k]:6.1%}  " + " ".join(w for w, _ in words))
         return "\n".join(lines)
@@ -187,16 +207,13 @@ class FittedModel:
         documents over the first `devices` devices (``jaxtopics.distributed``; LDA's parallel
         kernel only); None runs on the default device.
         """
-        fingerprint = _fingerprint(corpus)
-        if fingerprint != self.corpus_fingerprint:
-            raise CorpusError("resume: this corpus is not the one the model was fitted on "
-                              f"(fingerprint {fingerprint[:12]} != {self.corpus_fingerprint[:12]})")
+        _check_same_corpus(self, corpus)
         if self._data is None and jax.process_count() == 1:
             self._data = self._module.prepare(corpus, self.params)
             rebuild = getattr(self._module, "rebuild", None)     # recount tables from the latents
             if rebuild is not None:
                 self._state = rebuild(self._state, self._data, self.params)
-        _check_sweeps(num_sweeps, eval_every, checkpoint_every)
+        _check_sweeps(num_sweeps, eval_every, checkpoint_every, checkpoint_path)
         _, chain_key = chain_keys(self.seed)
 
         def save_checkpoint(state, done, trace):
@@ -239,14 +256,32 @@ class FittedModel:
         return (distributed.ShardedLDA(mesh), sdata, state,
                 lambda st: distributed.gather(st, sdata))
 
-    def transform(self, corpus: Corpus, num_sweeps: int = 50, seed: int = 0) -> np.ndarray:
-        """theta [D_new, K] for unseen documents (fold-in with the topics held fixed)."""
-        if corpus.num_words > len(self.vocab):
-            raise CorpusError(f"transform: corpus has {corpus.num_words} words, "
-                              f"model vocabulary {len(self.vocab)}")
+    def transform(self, docs: Corpus | Iterable[str], num_sweeps: int = 50,
+                  seed: int = 0) -> np.ndarray:
+        """theta [D_new, K] for unseen documents (fold-in with the topics held fixed).
+
+        `docs` is raw texts, tokenised as the training texts were (``self.text_options``: the
+        model remembers how ``Corpus.from_texts`` tokenised them), or a Corpus with its own
+        vocabulary. Either way every token is mapped onto the model's vocabulary by its word,
+        never by its id: tokens of words the model does not know are dropped, counted in
+        ``self.last_transform`` (a TransformInfo) and reported with an UnknownWordsWarning. A
+        document left with no known word gets the prior mean.
+        """
+        num_sweeps = check_positive_int(num_sweeps, "num_sweeps")
+        key = seed_key(seed)
+        corpus, info = _map_new_documents(self, docs)
+        self.last_transform = info
+        if info.dropped_tokens:
+            warnings.warn(
+                f"transform: {info.dropped_tokens} of {info.dropped_tokens + info.num_tokens} "
+                f"tokens ({len(info.unknown_words)} distinct words, e.g. "
+                f"{', '.join(map(repr, info.unknown_words[:5]))}) are not in the model's "
+                f"vocabulary and were dropped; {len(info.empty_docs)} of {info.num_docs} "
+                f"documents have no known word left (their theta is the prior mean)",
+                UnknownWordsWarning, stacklevel=2)
         data = self._module.prepare(corpus, self.params)
-        return np.asarray(self._module.fold_in(jax.random.key(seed), self._state, data,
-                                               self.params, num_sweeps))
+        theta = self._module.fold_in(key, self._state, data, self.params, num_sweeps)
+        return np.asarray(theta)[:info.num_docs]
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the model to one file (npz + json metadata, version-tagged, atomic)."""
@@ -254,31 +289,54 @@ class FittedModel:
         if jax.process_index() != 0:    # ... and process 0 alone writes the file
             return
         arrays = {f"state.{k}": np.asarray(v) for k, v in state._asdict().items()}
-        arrays["vocab"] = np.asarray(self.vocab, dtype=str)
+        arrays["vocab.utf8"], arrays["vocab.offsets"] = encode_strings(self.vocab)
         arrays["trace"] = np.asarray(self.trace, dtype=np.float64).reshape(-1, 4)
+        options = self.text_options
         meta = {"model": self.model, "params": self.params._asdict(), "seed": self.seed,
                 "sweeps_done": self.sweeps_done, "num_tokens": self.num_tokens,
+                "num_docs": int(self.doc_topic.shape[0]),
+                "text_options": None if options is None else options.to_json(),
                 "corpus_fingerprint": self.corpus_fingerprint, "jaxtopics_version": __version__,
                 "jax_version": jax.__version__, "backend": jax.default_backend()}
         save_model_file(path, arrays, meta)
 
 
 def load(path: str | os.PathLike) -> FittedModel:
-    """Restore a model written by ``FittedModel.save`` (``resume`` needs the same corpus)."""
+    """Restore a model written by ``FittedModel.save`` (``resume`` needs the same corpus).
+
+    Nothing in the file is trusted: a missing or malformed entry, parameters that
+    ``check_params`` refuses, or arrays whose shapes disagree with each other (K, V, N, D) raise
+    a FormatError naming the file and the entry.
+    """
     arrays, meta = load_model_file(path)
     name = meta.get("model")
-    if name not in MODELS:
+    if not isinstance(name, str) or name not in MODELS:
         raise FormatError(f"unknown model {name!r} (known: {sorted(MODELS)})", path=str(path))
     module = MODELS[name].module
-    params = module.Params(**meta["params"])
-    try:
-        state = module.State(**{f: jnp.asarray(arrays[f"state.{f}"]) for f in module.State._fields})
-    except KeyError as e:
-        raise FormatError(f"model file lacks array {e.args[0]!r}", path=str(path)) from None
-    trace = [TracePoint(int(r[0]), float(r[1]), float(r[2]), float(r[3])) for r in arrays["trace"]]
-    return FittedModel(name, params, tuple(str(w) for w in arrays["vocab"]), int(meta["seed"]),
-                       state, None, meta["corpus_fingerprint"], int(meta["sweeps_done"]), trace,
-                       int(meta["num_tokens"]))
+    params = _params_from_meta(module, meta.get("params"), path)
+    seed = _meta_value(meta, "seed", path, check_seed)
+    sweeps_done = _meta_value(meta, "sweeps_done", path,
+                              lambda v, n: check_int(v, n, low=0, high=None))
+    num_tokens = _meta_value(meta, "num_tokens", path,
+                             lambda v, n: check_int(v, n, low=1, high=INT32_MAX - 1))
+    num_docs = None     # format 1 files do not record it
+    if meta["format_version"] >= 2 or "num_docs" in meta:
+        num_docs = _meta_value(meta, "num_docs", path, lambda v, n: check_int(v, n, low=1))
+    fingerprint = _meta_value(meta, "corpus_fingerprint", path, _check_str)
+    options = None
+    if meta.get("text_options") is not None:
+        try:
+            options = TextOptions.from_json(meta["text_options"])
+        except ValueError as e:
+            raise FormatError(f"metadata 'text_options': {e}", path=str(path)) from None
+    vocab = _vocab_from_arrays(arrays, path)
+    state = _state_from_arrays(module, params, arrays, path, num_tokens=num_tokens,
+                               num_docs=num_docs, num_words=len(vocab))
+    trace = _trace_from_arrays(arrays, sweeps_done, path)
+    model = FittedModel(name, params, vocab, seed, state, None, fingerprint, sweeps_done, trace,
+                        num_tokens)
+    model.text_options = options
+    return model
 
 
 def _fingerprint(corpus: Corpus) -> str:
@@ -289,13 +347,16 @@ def _fingerprint(corpus: Corpus) -> str:
     return distributed.global_fingerprint(corpus)
 
 
-def _check_sweeps(num_sweeps: int, eval_every: int, checkpoint_every: int | None) -> None:
-    for name, v, low in (("num_sweeps", num_sweeps, 0), ("eval_every", eval_every, 1)):
-        if not isinstance(v, (int, np.integer)) or v < low:
-            raise ParameterError(f"{name} must be an integer >= {low}, got {v!r}")
-    if checkpoint_every is not None and (not isinstance(checkpoint_every, (int, np.integer))
-                                         or checkpoint_every < 1):
-        raise ParameterError(f"checkpoint_every must be a positive integer, got {checkpoint_every!r}")
+def _check_sweeps(num_sweeps: int, eval_every: int, checkpoint_every: int | None,
+                  checkpoint_path: str | os.PathLike | None = None) -> None:
+    """Sweep counts (integers, no bools) and, before any sweep runs, the checkpoint location:
+    a checkpoint that cannot be written would otherwise fail only at the first checkpoint."""
+    check_int(num_sweeps, "num_sweeps", low=0)
+    check_int(eval_every, "eval_every", low=1)
+    if checkpoint_every is not None:
+        check_positive_int(checkpoint_every, "checkpoint_every")
+    if checkpoint_path is not None:
+        _check_writable_file(checkpoint_path)
 
 
 class _Estimator:
@@ -330,11 +391,10 @@ class _Estimator:
         """
         if not isinstance(corpus, Corpus):
             raise CorpusError(f"fit expects a jaxtopics.Corpus, got {type(corpus).__name__}")
-        if not isinstance(seed, (int, np.integer)):
-            raise ParameterError(f"seed must be an integer, got {seed!r}")
-        _check_sweeps(num_sweeps, eval_every, checkpoint_every)
+        seed = check_seed(seed)
+        _check_sweeps(num_sweeps, eval_every, checkpoint_every, checkpoint_path)
         data = self.module.prepare(corpus, self.params)
-        init_key, _ = chain_keys(int(seed))
+        init_key, _ = chain_keys(seed)
         num_tokens = corpus.num_tokens
         if jax.process_count() > 1:        # this process's documents of a multi-process fit
             from . import distributed
@@ -347,6 +407,7 @@ class _Estimator:
         fitted = FittedModel(self.name, self.params, corpus.vocab, int(seed), state, data,
                              _fingerprint(corpus), 0, [], num_tokens)
         fitted.__dict__["_local_state"] = jax.process_count() > 1
+        fitted.text_options = corpus.text_options
         if checkpoint_path is not None and checkpoint_every is None:
             checkpoint_every = eval_every
         return fitted.resume(corpus, num_sweeps, eval_every=eval_every, progress=progress,
@@ -406,7 +467,257 @@ class SentenceLDA(_Estimator):
 
 
 def _number(x: Any, name: str) -> float:
+    """A real number (not a bool or a string) as a float; the model's check_params checks its
+    range (``validate.check_float32``)."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
+        raise ParameterError(f"{name} must be a number, got {x!r}")
+    return float(x)
+
+
+# -- helpers of the facade's methods ---------------------------------------------------------
+
+
+class TransformInfo(NamedTuple):
+    """What ``FittedModel.transform`` did with the new documents' tokens.
+
+    num_docs: documents folded in. num_tokens: tokens of words the model knows (folded in).
+    dropped_tokens: tokens of other words (dropped). unknown_words: those words, each once.
+    empty_docs: indices of the documents with no known token (their theta is the prior mean).
+    """
+
+    num_docs: int
+    num_tokens: int
+    dropped_tokens: int
+    unknown_words: tuple[str, ...]
+    empty_docs: tuple[int, ...]
+
+
+def _map_new_documents(model: FittedModel, docs: Any) -> tuple[Corpus, TransformInfo]:
+    """New documents over the model's vocabulary, matched word by word (never by id), and what
+    was dropped. `docs`: a Corpus, or raw texts tokenised with ``model.text_options`` (split
+    into sentences where the model needs them). Tokens of unknown words are dropped (and
+    sentences left empty); documents are kept. A result without any token gets one dummy
+    document at the end (its theta is not returned)."""
+    index = {w: i for i, w in enumerate(model.vocab)}
+    if isinstance(docs, Corpus):
+        lookup = np.fromiter((index.get(w, -1) for w in docs.vocab), np.int64, docs.num_words)
+        mapped, offsets, sentences = lookup[docs.word_ids], docs.doc_offsets, docs.sentence_offsets
+        words = docs.vocab
+        unknown_ids = docs.word_ids[mapped < 0]
+    else:
+        tokens, offsets, sentences = _tokenise_new_texts(model, docs)
+        mapped = np.fromiter((index.get(t, -1) for t in tokens), np.int64, len(tokens))
+        words = tokens
+        unknown_ids = np.flatnonzero(mapped < 0)
+    if offsets.shape[0] < 2:
+        raise CorpusError("transform: no documents given")
+    _, first = np.unique(np.asarray([words[i] for i in unknown_ids], dtype=object), return_index=True)
+    unknown = tuple(words[unknown_ids[i]] for i in sorted(first))        # in first-seen order
+    keep = mapped >= 0
+    position = np.concatenate([[0], np.cumsum(keep)])
+    ids, offsets = mapped[keep].astype(np.int32), position[np.asarray(offsets)]
+    if sentences is not None:
+        sentences = np.unique(position[np.asarray(sentences)])
+    empty = tuple(int(d) for d in np.flatnonzero(np.diff(offsets) == 0))
+    info = TransformInfo(int(offsets.shape[0] - 1), int(ids.shape[0]), int((~keep).sum()), unknown,
+                         empty)
+    if ids.shape[0] == 0:      # a corpus needs a token: one dummy document at the end
+        ids, offsets = np.zeros(1, np.int32), np.append(offsets, 1)
+        sentences = None if sentences is None else np.asarray([0, 1])
+    return Corpus.from_arrays(ids, offsets, model.vocab, sentence_offsets=sentences), info
+
+
+def _tokenise_new_texts(model: FittedModel, docs: Any) -> tuple[list[str], np.ndarray, np.ndarray | None]:
+    """(tokens, doc offsets, sentence offsets or None) of raw texts, tokenised as the training
+    texts were."""
+    if isinstance(docs, (str, bytes)):
+        raise CorpusError("transform expects a Corpus or a list of texts, got a single string")
     try:
-        return float(x)
-    except (TypeError, ValueError):
-        raise ParameterError(f"{name} must be a number, got {x!r}") from None
+        texts = list(docs)
+    except TypeError:
+        raise CorpusError(f"transform expects a Corpus or a list of texts, got "
+                          f"{type(docs).__name__}") from None
+    options = model.text_options
+    if options is None:
+        raise ParameterError(
+            "transform: this model was not fitted on a corpus built from raw texts "
+            "(Corpus.from_texts and the readers built on it), so it does not know how to "
+            "tokenise them; pass a Corpus (its words are mapped onto the model's vocabulary)")
+    if any(not isinstance(t, str) for t in texts):
+        d = next(d for d, t in enumerate(texts) if not isinstance(t, str))
+        raise CorpusError(f"transform: texts[{d}] must be a str, got {type(texts[d]).__name__} "
+                          f"(for token lists, pass Corpus.from_token_lists(docs))")
+    by_sentence = MODELS[model.model].needs_sentences
+    tokens: list[str] = []
+    offsets, sentences = [0], [0]
+    for text in texts:
+        for part in options.tokenize(split_sentences(text) if by_sentence else [text]):
+            tokens.extend(part)
+            if part:
+                sentences.append(len(tokens))
+        offsets.append(len(tokens))
+    return tokens, np.asarray(offsets, np.int64), np.asarray(sentences) if by_sentence else None
+
+
+def _topic_shares(model: FittedModel, theta: np.ndarray) -> tuple[np.ndarray, str]:
+    """(share of each topic, label): n_k / N from the token assignments where the model has one
+    topic per token, else the mean of theta over documents (and it says so)."""
+    z = np.asarray(model.assignments)
+    if model.num_tokens > 0 and z.shape == (model.num_tokens,):
+        return np.bincount(z, minlength=theta.shape[1]) / z.shape[0], "share of tokens"
+    return theta.mean(0), "mean theta over documents"
+
+
+def _check_same_corpus(model: FittedModel, corpus: Corpus) -> None:
+    """resume's check: the very corpus (fingerprint) and the model's vocabulary, word by word."""
+    if not isinstance(corpus, Corpus):
+        raise CorpusError(f"resume expects a jaxtopics.Corpus, got {type(corpus).__name__}")
+    fingerprint = _fingerprint(corpus)
+    if fingerprint != model.corpus_fingerprint:
+        raise CorpusError("resume: this corpus is not the one the model was fitted on "
+                          f"(fingerprint {fingerprint[:12]} != {model.corpus_fingerprint[:12]})")
+    if corpus.vocab != model.vocab:
+        if len(corpus.vocab) != len(model.vocab):
+            why = f"{len(corpus.vocab)} words, the model has {len(model.vocab)}"
+        else:
+            i = next(i for i, (a, b) in enumerate(zip(corpus.vocab, model.vocab)) if a != b)
+            why = f"word {i} is {corpus.vocab[i]!r}, the model's is {model.vocab[i]!r}"
+        raise CorpusError(f"resume: the corpus's vocabulary differs from the model's ({why})")
+
+
+def _check_writable_file(path: str | os.PathLike) -> None:
+    """Raise the OSError that writing `path` atomically would raise (naming `path`), now."""
+    import tempfile
+
+    target = os.fspath(path)
+    if os.path.isdir(target):
+        raise IsADirectoryError(errno.EISDIR, "is a directory, expected a file path", target)
+    try:
+        fd, probe = tempfile.mkstemp(dir=os.path.dirname(target) or ".", prefix=".jaxtopics-probe.")
+    except OSError as e:
+        raise OSError(e.errno, e.strerror, target) from None
+    os.close(fd)
+    os.unlink(probe)
+
+
+def _log_joint_of_state(module: ModuleType, state: Any, params: Any) -> float | None:
+    """log joint of a state without the corpus layout, if the module's needs none, else None."""
+    if getattr(module, "LOG_JOINT_USES_DATA", True):
+        return None
+    return float(_jit_state_log_joint(module, state, params))
+
+
+@partial(jax.jit, static_argnums=(0, 2))
+def _jit_state_log_joint(module: ModuleType, state: Any, params: Any) -> jax.Array:
+    return module.log_joint(state, None, params)
+
+
+def _check_str(value: Any, name: str) -> str:
+    if not isinstance(value, str):
+        raise ParameterError(f"{name} must be a string, got {value!r}")
+    return value
+
+
+def _meta_value(meta: dict, key: str, path: Any, check: Any) -> Any:
+    """meta[key] passed through check(value, key); a missing or bad one is a FormatError."""
+    if key not in meta:
+        raise FormatError(f"metadata lacks {key!r}", path=str(path))
+    try:
+        return check(meta[key], key)
+    except ParameterError as e:
+        raise FormatError(f"metadata {key!r}: {e}", path=str(path)) from None
+
+
+def _params_from_meta(module: ModuleType, obj: Any, path: Any) -> Any:
+    """The model's Params from the file, re-validated by the module's check_params."""
+    if not isinstance(obj, dict):
+        raise FormatError(f"metadata 'params' must be an object, got {obj!r}", path=str(path))
+    fields = module.Params._fields
+    extra = sorted(set(obj) - set(fields))
+    if extra:
+        raise FormatError(f"metadata 'params' has unknown parameter {extra[0]!r} "
+                          f"(known: {', '.join(fields)})", path=str(path))
+    missing = [f for f in fields if f not in obj and f not in module.Params._field_defaults]
+    if missing:
+        raise FormatError(f"metadata 'params' lacks {missing[0]!r}", path=str(path))
+    try:
+        return module.check_params(module.Params(**obj))
+    except ParameterError as e:
+        raise FormatError(f"metadata 'params': {e}", path=str(path)) from None
+
+
+def _vocab_from_arrays(arrays: dict, path: Any) -> tuple[str, ...]:
+    """The vocabulary: UTF-8 bytes + offsets (format 2) or a unicode array (format 1)."""
+    if "vocab.utf8" in arrays or "vocab.offsets" in arrays:
+        for key in ("vocab.utf8", "vocab.offsets"):
+            if key not in arrays:
+                raise FormatError(f"model file lacks array {key!r}", path=str(path))
+        try:
+            vocab = decode_strings(arrays["vocab.utf8"], arrays["vocab.offsets"])
+        except ValueError as e:
+            raise FormatError(f"array 'vocab.utf8': {e}", path=str(path)) from None
+    elif "vocab" in arrays and arrays["vocab"].dtype.kind == "U" and arrays["vocab"].ndim == 1:
+        vocab = tuple(str(w) for w in arrays["vocab"])
+    else:
+        raise FormatError("model file lacks the vocabulary (arrays 'vocab.utf8', 'vocab.offsets')",
+                          path=str(path))
+    if not vocab:
+        raise FormatError("the vocabulary is empty", path=str(path))
+    if len(set(vocab)) != len(vocab):
+        seen: dict[str, int] = {}
+        for i, w in enumerate(vocab):
+            if w in seen:
+                raise FormatError(f"vocabulary has duplicate word {w!r} at ids {seen[w]} and {i}",
+                                  path=str(path))
+            seen[w] = i
+    return vocab
+
+
+def _state_from_arrays(module: ModuleType, params: Any, arrays: dict, path: Any, *,
+                       num_tokens: int, num_docs: int | None, num_words: int) -> Any:
+    """The State from `state.<field>` arrays, each checked against the module's
+    ``state_shapes(params, num_tokens, num_docs, num_words)`` (a State of ShapeDtypeStruct; a
+    size the file does not record is passed as -1 and matches any length) and then against the
+    module's ``check_state`` (consistency of the values), where the module has them."""
+    fields = module.State._fields
+    for f in fields:
+        if f"state.{f}" not in arrays:
+            raise FormatError(f"model file lacks array 'state.{f}'", path=str(path))
+    host = module.State(*(arrays[f"state.{f}"] for f in fields))
+    shapes = getattr(module, "state_shapes", None)
+    if shapes is not None:
+        sizes = {"num_tokens": num_tokens, "num_docs": -1 if num_docs is None else num_docs,
+                 "num_words": num_words}
+        expected = shapes(params, **sizes)
+        for f, arr, spec in zip(fields, host, expected):
+            fits = (arr.ndim == len(spec.shape) and arr.dtype == spec.dtype
+                    and all(e in (-1, a) for a, e in zip(arr.shape, spec.shape)))
+            if not fits:
+                want = ["D" if e == -1 else e for e in spec.shape]
+                k = getattr(params, "num_topics", "?")
+                raise FormatError(
+                    f"array 'state.{f}' is {arr.dtype}{list(arr.shape)}, expected "
+                    f"{np.dtype(spec.dtype)}{want} for num_topics={k}, {num_words} vocabulary "
+                    f"words, {num_tokens} tokens"
+                    + ("" if num_docs is None else f", {num_docs} documents"), path=str(path))
+    check = getattr(module, "check_state", None)
+    problem = check(host, params) if check is not None else None
+    if problem:
+        raise FormatError(f"inconsistent state: {problem}", path=str(path))
+    return module.State(*(jnp.asarray(a) for a in host))
+
+
+def _trace_from_arrays(arrays: dict, sweeps_done: int, path: Any) -> list[TracePoint]:
+    """The trace [T, 4] (sweep, log joint per token, changed fraction, seconds)."""
+    if "trace" not in arrays:
+        raise FormatError("model file lacks array 'trace'", path=str(path))
+    tr = arrays["trace"]
+    if tr.dtype.kind != "f" or tr.ndim != 2 or tr.shape[1] != len(TracePoint._fields):
+        raise FormatError(f"array 'trace' is {tr.dtype}{list(tr.shape)}, expected float64[T, 4]",
+                          path=str(path))
+    sweeps = tr[:, 0]
+    if tr.shape[0] and (not np.all(np.isfinite(sweeps)) or np.any(sweeps != np.round(sweeps))
+                        or np.any(np.diff(sweeps) <= 0) or sweeps[0] < 1 or sweeps[-1] > sweeps_done):
+        raise FormatError(f"array 'trace': sweep numbers must be integers rising within "
+                          f"1..{sweeps_done} (sweeps_done)", path=str(path))
+    return [TracePoint(int(r[0]), float(r[1]), float(r[2]), float(r[3])) for r in tr]

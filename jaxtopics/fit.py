@@ -18,6 +18,8 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
+from .validate import seed_key
+
 __all__ = ["TracePoint", "chain_keys", "run_sweeps"]
 
 
@@ -32,8 +34,10 @@ class TracePoint(NamedTuple):
 
 
 def chain_keys(seed: int) -> tuple[Array, Array]:
-    """(init_key, chain_key) of a seeded run; sweep t uses fold_in(chain_key, t)."""
-    root = jax.random.key(seed)
+    """(init_key, chain_key) of a seeded run; sweep t uses fold_in(chain_key, t).
+
+    Any integer seed works (``validate.seed_key``: distinct seeds, distinct chains)."""
+    root = seed_key(seed)
     return jax.random.fold_in(root, 0), jax.random.fold_in(root, 1)
 
 

@@ -15,7 +15,7 @@ import os
 import re
 import tempfile
 import zipfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +38,8 @@ __all__ = [
     "read_jsonl",
     "atomic_path",
     "atomic_write_bytes",
+    "encode_strings",
+    "decode_strings",
     "save_model_file",
     "load_model_file",
 ]
@@ -45,9 +47,13 @@ __all__ = [
 PathLike = str | os.PathLike[str]
 
 MODEL_FORMAT = "jaxtopics-model"
-MODEL_FORMAT_VERSION = 1
+MODEL_FORMAT_VERSION = 2
+"""1: vocabulary as a numpy unicode array; 2: as UTF-8 bytes + offsets (``encode_strings``),
+with ``num_docs`` and ``text_options`` in the metadata. Both are read."""
 _META_KEY = "__meta__"
 _INT32_MAX = np.iinfo(np.int32).max
+_INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
+_MAX_TOKENS = int(_INT32_MAX) - 1     # token positions and the dummy slot N stay int32
 
 
 # --------------------------------------------------------------------------------------------
@@ -122,14 +128,15 @@ def _ldac_diagnose(line: str, path: PathLike, lineno: int) -> FormatError:
     return FormatError(f"malformed line {line[:80]!r}", path, lineno)
 
 
-def read_ldac(path: PathLike, documents: tuple[int, int] | None = None
-              ) -> tuple[np.ndarray, np.ndarray]:
+def read_ldac(path: PathLike, num_words: int | None = None,
+              documents: tuple[int, int] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Read an LDA-C file (``N id:count id:count ...`` per document, ``0`` = empty document).
 
     Returns ``(word_ids int32 [N], doc_offsets int64 [D+1])``; each pair ``id:count`` becomes
-    ``count`` repeated tokens ``id`` in file order. `documents=(start, stop)` reads only those
-    lines (a process of a multi-process fit holds only its own documents); errors still name
-    the line of the file.
+    ``count`` repeated tokens ``id`` in file order. With ``num_words``, every pair's id (a pair
+    with count 0 too) must be below it. `documents=(start, stop)` reads only those lines (a
+    process of a multi-process fit holds only its own documents); errors still name the line of
+    the file.
     """
     lines = _lines(_read_text(path))
     first = 0
@@ -168,7 +175,14 @@ def read_ldac(path: PathLike, documents: tuple[int, int] | None = None
             k = int(np.argmax(col > _INT32_MAX))
             line = int(np.searchsorted(pair_end, k, side="right")) + 1 + first
             raise FormatError(f"{what} {int(col[k])} is too large", path, line)
+    if num_words is not None and ids.size and ids.max() >= num_words:
+        k = int(np.argmax(ids >= num_words))
+        line = int(np.searchsorted(pair_end, k, side="right")) + 1 + first
+        raise FormatError(
+            f"word id {int(ids[k])} is outside the vocabulary of {num_words} words", path, line
+        )
     token_end = np.concatenate([[0], np.cumsum(counts)])
+    _check_total_tokens(token_end, pair_end, path, first + 1)
     doc_offsets = np.concatenate([[0], token_end[pair_end]]).astype(np.int64)
     word_ids = np.repeat(ids.astype(np.int32), counts)
     return word_ids, doc_offsets
@@ -181,6 +195,19 @@ def ldac_doc_tokens(path: PathLike) -> np.ndarray:
     for line in _lines(_read_text(path)):
         out.append(sum(int(p.rsplit(":", 1)[1]) for p in line.split()[1:] if ":" in p))
     return np.asarray(out, dtype=np.int64)
+
+
+def _check_total_tokens(token_end: np.ndarray, entry_end: np.ndarray, path: PathLike,
+                        first_line: int = 1) -> None:
+    """Refuse a file whose counts add up to more tokens than a corpus can index (int32), before
+    the token array is allocated; names the line where the total passes the bound."""
+    if token_end[-1] > _MAX_TOKENS:
+        k = int(np.argmax(token_end > _MAX_TOKENS)) - 1          # the entry that crosses it
+        line = int(np.searchsorted(entry_end, k, side="right")) + first_line
+        raise FormatError(
+            f"the counts add up to more than {_MAX_TOKENS} tokens (the most a corpus holds)",
+            path, line,
+        )
 
 
 def write_ldac(path: PathLike, corpus: Corpus) -> None:
@@ -222,10 +249,16 @@ def _uci_row(line: str, path: PathLike, lineno: int) -> tuple[int, int, int]:
     out = []
     for what, s in zip(("docID", "wordID", "count"), parts):
         try:
-            out.append(int(s))
+            v = int(s)
         except ValueError:
             raise FormatError(f"{what} {s!r} is not an integer", path, lineno) from None
+        if v > _INT32_MAX:
+            raise FormatError(f"{what} {v} is too large", path, lineno)
+        out.append(v)
     return out[0], out[1], out[2]
+
+
+_UCI_LINE = re.compile(r"^[ \t]*\d+[ \t]+\d+[ \t]+\d+[ \t]*$", re.ASCII | re.MULTILINE)
 
 
 def read_uci(
@@ -235,7 +268,8 @@ def read_uci(
 
     The docword file has a header of three lines (D, W, NNZ), then NNZ lines
     ``docID wordID count`` (1-based ids). Returns ``(word_ids, doc_offsets, vocab)``; documents
-    with no entries are kept as empty documents.
+    with no entries are kept as empty documents. Sizes from the header are bounded (int32) and
+    checked against the file before anything of their size is allocated.
     """
     lines = _lines(_read_text(docword_path))
     if len(lines) < 3:
@@ -252,6 +286,8 @@ def read_uci(
             ) from None
         if v < 0:
             raise FormatError(f"header {name} is negative ({v})", docword_path, i + 1)
+        if v > _INT32_MAX:
+            raise FormatError(f"header {name} = {v} is too large", docword_path, i + 1)
         header.append(v)
     num_docs, num_words, nnz = header
     body = lines[3:]
@@ -263,12 +299,19 @@ def read_uci(
             docword_path,
             3,
         )
+    vocab = read_vocab(vocab_path)
+    if len(vocab) != num_words:
+        raise FormatError(
+            f"vocabulary has {len(vocab)} words but {os.fspath(docword_path)} declares "
+            f"W = {num_words}",
+            vocab_path,
+        )
     rows = np.empty((nnz, 3), dtype=np.int64)
-    flat = " ".join(body).split()
-    fast_ok = len(flat) == 3 * nnz
+    text = "\n".join(body)
+    fast_ok = _UCI_LINE.subn("", text)[1] == nnz   # three unsigned integers on every line
     if fast_ok:
         try:
-            rows[:] = np.array(flat, dtype=np.int64).reshape(nnz, 3)
+            rows[:] = np.array(text.split(), dtype=np.int64).reshape(nnz, 3)
         except (ValueError, OverflowError):
             fast_ok = False
     if not fast_ok:  # slow path only to name the bad line
@@ -282,17 +325,13 @@ def read_uci(
             raise FormatError(
                 f"{what} {int(col[k])} is outside 1..{hi} (header)", docword_path, k + 4
             )
-    bad = np.flatnonzero(count < 0)
+    bad = np.flatnonzero((count < 0) | (count > _INT32_MAX))
     if bad.size:
         k = int(bad[0])
-        raise FormatError(f"negative count {int(count[k])}", docword_path, k + 4)
-    vocab = read_vocab(vocab_path)
-    if len(vocab) != num_words:
-        raise FormatError(
-            f"vocabulary has {len(vocab)} words but {os.fspath(docword_path)} declares "
-            f"W = {num_words}",
-            vocab_path,
-        )
+        what = "negative count" if count[k] < 0 else "too large a count:"
+        raise FormatError(f"{what} {int(count[k])}", docword_path, k + 4)
+    _check_total_tokens(np.concatenate([[0], np.cumsum(count)]), np.arange(1, nnz + 1),
+                        docword_path, first_line=4)
     order = np.argsort(doc, kind="stable")
     doc, word, count = doc[order] - 1, word[order] - 1, count[order]
     word_ids = np.repeat(word.astype(np.int32), count)
@@ -349,6 +388,10 @@ def read_jsonl(
                     path,
                     i + 1,
                 )
+            if isinstance(label, int) and not _INT64_MIN <= label <= _INT64_MAX:
+                raise FormatError(
+                    f"label {label_key!r} = {label} does not fit in int64", path, i + 1
+                )
             labels.append(label)
     return texts, labels
 
@@ -376,7 +419,10 @@ def atomic_path(path: PathLike) -> Iterator[Path]:
     if target.is_dir():
         raise IsADirectoryError(f"{target}: is a directory, expected a file path")
     directory = target.parent
-    fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as e:  # name the user's path, not the temporary file's
+        raise OSError(e.errno, e.strerror, os.fspath(path)) from None
     os.close(fd)
     tmp = Path(tmp_name)
     try:
@@ -402,6 +448,41 @@ def atomic_write_bytes(path: PathLike, data: bytes) -> None:
 
 
 # --------------------------------------------------------------------------------------------
+# string tables (vocabularies, names) in npz files
+
+
+def encode_strings(strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """``(data uint8 [bytes], offsets int64 [n+1])``: the strings' UTF-8 bytes concatenated.
+
+    Compact (a numpy unicode array costs 4 bytes x the longest string per entry) and lossless:
+    a trailing ``"\\x00"``, which numpy strips from unicode arrays, survives, and so do lone
+    surrogates (``surrogatepass``). Inverse: :func:`decode_strings`.
+    """
+    encoded = [s.encode("utf-8", "surrogatepass") for s in strings]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in encoded], out=offsets[1:])
+    return np.frombuffer(b"".join(encoded), dtype=np.uint8).copy(), offsets
+
+
+def decode_strings(data: np.ndarray, offsets: np.ndarray) -> tuple[str, ...]:
+    """Inverse of :func:`encode_strings`; raises ValueError saying what is malformed."""
+    data, offsets = np.asarray(data), np.asarray(offsets)
+    if data.dtype != np.uint8 or data.ndim != 1:
+        raise ValueError(f"string bytes must be 1-D uint8, got {data.dtype}{list(data.shape)}")
+    if offsets.dtype.kind not in "iu" or offsets.ndim != 1 or offsets.shape[0] < 1:
+        raise ValueError(f"string offsets must be 1-D integers, got {offsets.dtype}"
+                         f"{list(offsets.shape)}")
+    if offsets[0] != 0 or offsets[-1] != data.shape[0] or (np.diff(offsets) < 0).any():
+        raise ValueError(f"string offsets must rise from 0 to the {data.shape[0]} bytes")
+    raw = data.tobytes()
+    bounds = offsets.tolist()
+    try:
+        return tuple(raw[a:b].decode("utf-8", "surrogatepass") for a, b in zip(bounds, bounds[1:]))
+    except UnicodeDecodeError as e:
+        raise ValueError(f"string bytes are not valid UTF-8 ({e.reason})") from None
+
+
+# --------------------------------------------------------------------------------------------
 # model files
 
 
@@ -418,7 +499,8 @@ def _json_default(obj: Any) -> Any:
 def save_model_file(path: PathLike, arrays: Mapping[str, Any], meta: Mapping[str, Any]) -> None:
     """Save arrays + JSON metadata as one uncompressed ``.npz`` file at ``path`` (atomic).
 
-    Strings (e.g. a vocabulary) are stored as numpy unicode arrays; no pickle is ever used.
+    No pickle is ever used: store string tables with :func:`encode_strings` (an object array
+    of strings becomes a numpy unicode array, which strips trailing ``"\\x00"``).
     ``meta`` gets ``"format"`` and ``"format_version"`` added.
     """
     if Path(path).is_dir():

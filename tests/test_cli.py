@@ -79,3 +79,116 @@ def test_demo_runs_on_the_embedded_corpus(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "standard library" in r.stdout and "#4" in r.stdout
     assert (tmp_path / "demo" / "model.jtm").exists()
+
+
+# -- issue #9 ---------------------------------------------------------------------------------
+
+def _docs(tmp_path):
+    src = tmp_path / "docs.txt"
+    src.write_text("\n".join(["apples pears fruit juice", "cat mat sat hat"] * 5), encoding="utf-8")
+    return src
+
+
+def _one_line_error(r: subprocess.CompletedProcess, *needles: str) -> None:
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    for n in needles:
+        assert n in r.stderr, r.stderr
+    assert "log-likelihood trace" not in r.stdout           # refused before fitting
+
+
+def test_fit_checks_out_before_fitting(tmp_path):
+    """#3: --out a regular file, below a file, or somewhere unwritable was found only after the
+    fit (traceback, model lost): now one line naming the path, exit 2, nothing fitted."""
+    src = _docs(tmp_path)
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    for out in (afile, afile / "x"):
+        r = _run("fit", "--num-topics", "2", "--sweeps", "2", "--input", str(src), "--out", str(out),
+                 "--no-progress")
+        _one_line_error(r, str(out))
+    (tmp_path / "o" / "model.jtm").mkdir(parents=True)
+    r = _run("fit", "--num-topics", "2", "--sweeps", "2", "--input", str(src), "--out",
+             str(tmp_path / "o"), "--no-progress")
+    _one_line_error(r, "model.jtm is a directory")
+
+
+def test_fit_out_unwritable_system_path(tmp_path):
+    """#3: --out /sys/jt (PermissionError) is one line naming the path, exit 2."""
+    import os
+
+    if not os.path.isdir("/sys") or os.access("/sys", os.W_OK) and _sys_writable():
+        pytest.skip("no read-only /sys here")
+    r = _run("fit", "--num-topics", "2", "--sweeps", "2", "--input", str(_docs(tmp_path)),
+             "--out", "/sys/jt", "--no-progress")
+    _one_line_error(r, "/sys/jt")
+
+
+def _sys_writable() -> bool:
+    import os
+
+    try:
+        os.mkdir("/sys/jt-probe")
+    except OSError:
+        return False
+    os.rmdir("/sys/jt-probe")
+    return True
+
+
+def test_fit_fresh_out_with_checkpoints_and_a_huge_seed(tmp_path):
+    """#3: --out fresh/run --checkpoint-every failed at the first checkpoint (directory made only
+    after the fit); #12: --seed 2**63 raised OverflowError."""
+    out = tmp_path / "fresh" / "run"
+    r = _run("fit", "--num-topics", "2", "--sweeps", "4", "--checkpoint-every", "2", "--seed",
+             str(2**63), "--input", str(_docs(tmp_path)), "--out", str(out), "--no-progress")
+    assert r.returncode == 0, r.stderr
+    assert "share of tokens" in r.stdout                    # #10: the label says what is printed
+    for name in ("model.jtm", "topics.txt", "trace.csv"):
+        assert (out / name).exists()
+    assert not list(out.glob(".*"))                         # no probe or temporary file left
+    import jaxtopics as jt
+
+    assert jt.load(out / "model.jtm").seed == 2**63
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--top-words", "-3"], "--top-words"),                 # #15
+    (["--alpha", "1e-40"], "alpha"),                        # #9
+    (["--beta", "1e39"], "beta"),                           # #9
+    (["--num-topics", str(2**31)], "num_topics"),           # #14
+])
+def test_fit_refuses_bad_options_before_fitting(tmp_path, args, needle):
+    r = _run("fit", "--sweeps", "2", "--input", str(_docs(tmp_path)), "--out", str(tmp_path / "o"),
+             "--no-progress", *args)
+    _one_line_error(r, needle)
+
+
+def test_show_reports_a_bad_model_file_in_one_line(tmp_path):
+    """#4: `jaxtopics show` printed the traceback of a KeyError on a model file without 'seed'."""
+    import json
+
+    import numpy as np
+
+    import jaxtopics as jt
+    from jaxtopics.datasets import synthetic_lda
+
+    corpus = synthetic_lda(num_docs=5, num_words=10, num_topics=2, mean_doc_length=5, seed=0).corpus
+    jt.LDA(2).fit(corpus, num_sweeps=1, progress=False).save(tmp_path / "m.jtm")
+    with np.load(tmp_path / "m.jtm") as z:
+        stored = {k: z[k] for k in z.files}
+    meta = json.loads(str(stored["__meta__"][()]))
+    del meta["seed"]
+    stored["__meta__"] = np.array(json.dumps(meta))
+    with open(tmp_path / "bad.jtm", "wb") as f:
+        np.savez(f, **stored)
+    r = _run("show", str(tmp_path / "bad.jtm"))
+    _one_line_error(r, "bad.jtm", "'seed'")
+    r = _run("show", str(tmp_path / "m.jtm"), "--top-words", "0")
+    _one_line_error(r, "--top-words")
+
+
+def test_devices_beyond_int32_is_one_line(tmp_path):
+    """#12 sibling: --devices 2**70 reached jax's config as an overflowing int."""
+    r = _run("fit", "--sweeps", "1", "--input", str(_docs(tmp_path)), "--out", str(tmp_path / "o"),
+             "--devices", str(2**70))
+    _one_line_error(r, "--devices")

@@ -424,3 +424,129 @@ def test_real_tweet_corpus():
     c = Corpus.from_jsonl(path, label_key="cluster", stop_words=None, min_length=1)
     assert c.num_docs == 2472
     assert len(np.unique(c.labels)) == 89
+
+
+# ------------------------------------------------------------------------------------------
+# issue #9
+
+
+def test_default_tokenizer_keeps_combining_marks_devanagari():
+    """#5: Devanagari vowel signs and viramas are marks, not word breaks: 10 words, no junk."""
+    c = Corpus.from_texts(["हिन्दी भाषा बहुत सुंदर है", "मुझे हिन्दी किताबें पसंद हैं"])
+    assert c.num_tokens == 10
+    assert set(c.vocab) == {"हिन्दी", "भाषा", "बहुत", "सुंदर", "है", "मुझे", "किताबें", "पसंद", "हैं"}
+    assert c.vocab[0] == "हिन्दी"
+    assert not {"दर", "पस", "बह"} & set(c.vocab)
+
+
+@pytest.mark.parametrize("text, words", [
+    ("كَتَبَ الوَلَدُ الدَّرْسَ", ["كَتَبَ", "الوَلَدُ", "الدَّرْسَ"]),      # Arabic harakat
+    ("ภาษาไทย สวัสดี", ["ภาษาไทย", "สวัสดี"]),                              # Thai vowel marks
+    ("עִבְרִית שָׁלוֹם", ["עִבְרִית", "שָׁלוֹם"]),                               # Hebrew niqqud
+    ("می\u200cخواهم", ["می\u200cخواهم"]),                                     # Persian ZWNJ
+    ("東京 大阪 我喜欢猫", ["東京", "大阪", "我喜欢猫"]),                      # CJK runs stay whole
+    ("I love 🍕 pizza👍🏽party ❤️ 👩\u200d💻 coder", ["I", "love", "pizza", "party", "coder"]),
+    ("Tiếng Việt", ["Tiếng", "Việt"]),
+])
+def test_default_tokenizer_scripts_with_marks_cjk_emoji(text, words):
+    """#5: marks stay inside tokens in every script; emoji are not words and split nothing."""
+    import unicodedata
+
+    assert default_tokenizer(text) == [unicodedata.normalize("NFC", w) for w in words]
+    assert default_tokenizer(unicodedata.normalize("NFD", text)) == default_tokenizer(text)
+
+
+def test_text_is_nfc_normalised():
+    """#5: NFD "café" and NFC "café" are one word (for custom tokenizers and stop words too)."""
+    nfd, nfc = "cafe\u0301", "caf\u00e9"
+    c = Corpus.from_texts([f"{nfd} au lait", f"{nfc} noir"])
+    assert c.vocab.count(nfc) == 1 and nfd not in c.vocab and c.word_counts()[0] == 2
+    c = Corpus.from_texts([f"{nfd} lait", f"{nfc} noir"], tokenizer=str.split, stop_words=[nfd])
+    assert c.vocab == ("lait", "noir")
+
+
+def test_text_options_are_recorded_and_travel_with_subsets():
+    """#1: from_texts records how it tokenised, so new texts can be tokenised alike."""
+    from jaxtopics.corpus import TextOptions
+
+    c = Corpus.from_texts(["The Cats purr", "dogs bark"], stop_words=["dogs"], min_length=3)
+    assert c.text_options == TextOptions(None, True, ("dogs",), 3)
+    assert c.subset([1]).text_options == c.text_options
+    assert c.text_options.tokenize(["THE CATS and dogs", ""]) == [["the", "cats", "and"], []]
+    assert TextOptions.from_json(c.text_options.to_json()) == c.text_options
+    assert Corpus.from_token_lists([["a"]]).text_options is None
+    with pytest.raises(ParameterError, match="lowercase"):
+        Corpus.from_texts(["a b"], lowercase="no")
+    with pytest.raises(CorpusError, match="text_options"):
+        Corpus.from_arrays([0], [0, 1], ["a"], text_options={"lowercase": True})
+
+
+def test_from_bow_negative_vocab_key():
+    """#6: a negative id in a vocab mapping raised StopIteration."""
+    with pytest.raises(CorpusError, match="key -1 is negative"):
+        Corpus.from_bow([[(0, 1)]], vocab={-1: "a", 0: "b"})
+
+
+@pytest.mark.parametrize("num_words", ["1", 1.0, True, -1])
+def test_from_bow_num_words_is_checked_before_use(num_words):
+    """#19: num_words="1" was compared with the vocabulary first ("1 disagrees with ... 1")."""
+    with pytest.raises(ParameterError, match="num_words must be a non-negative int"):
+        Corpus.from_bow([[(0, 1)]], vocab=["a"], num_words=num_words)
+    assert Corpus.from_bow([[(0, 1)]], vocab=["a"], num_words=np.int64(1)).num_words == 1
+
+
+def test_from_bow_refuses_more_tokens_than_a_corpus_holds():
+    """#7 sibling: counts adding up beyond int32 are refused before np.repeat allocates them."""
+    with pytest.raises(CorpusError, match="add up to 4294967294 tokens"):
+        Corpus.from_bow([[(0, 2**31 - 1)], [(0, 2**31 - 1)]])
+
+
+@pytest.mark.parametrize("offsets, dtype", [([0.0, 2.0**63], "int64"), ([0.0, 2.0**64], "int64"),
+                                            ([0.0, -(2.0**63) * 2], "int64")])
+def test_float_arrays_beyond_int64_are_refused(offsets, dtype):
+    """#20: 2.0**63 passed the range check (float(2**63 - 1) == 2**63) and wrapped negative."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                   # no numpy cast warning either
+        with pytest.raises(CorpusError, match=f"doc_offsets\\[1\\] = .* does not fit in {dtype}"):
+            Corpus.from_arrays([0, 0], offsets, ["a"])
+    with pytest.raises(CorpusError, match="word_ids\\[0\\] = 2147483648.0 does not fit in int32"):
+        Corpus.from_arrays([2.0**31], [0, 1], ["a"])
+    assert Corpus.from_arrays([0.0, 0.0], [0.0, 2.0], ["a"]).num_tokens == 2
+
+
+def test_fingerprint_of_any_vocabulary():
+    """#11/#17 sibling: a lone surrogate crashed fingerprint(); words with newlines collided."""
+    a = Corpus.from_arrays([0, 1], [0, 2], ["a\nb", "c"])
+    b = Corpus.from_arrays([0, 1], [0, 2], ["a", "b\nc"])
+    assert a.fingerprint() != b.fingerprint()
+    Corpus.from_arrays([0], [0, 1], ["sur\udcff"]).fingerprint()
+    # vocabularies without newlines hash as before (fingerprints in model files stay valid)
+    import hashlib
+
+    c = small()
+    h = hashlib.sha256(b"jaxtopics-corpus-v1\0")
+    h.update(np.asarray([c.num_tokens, c.num_docs, c.num_words], "<i8").tobytes())
+    h.update(c.word_ids.astype("<i4").tobytes() + c.doc_offsets.astype("<i8").tobytes())
+    h.update("\n".join(c.vocab).encode("utf-8"))
+    assert c.fingerprint() == h.hexdigest()
+
+
+def test_from_ldac_checks_ids_of_zero_count_pairs(tmp_path: Path):
+    """#18: a pair 99:0 with a 1-word vocabulary was accepted (count-0 ids never checked)."""
+    (tmp_path / "c.ldac").write_text("1 0:2\n2 0:1 99:0\n")
+    with pytest.raises(FormatError, match=r"c.ldac:2: word id 99 is outside the vocabulary of 1"):
+        Corpus.from_ldac(tmp_path / "c.ldac", ["only"])
+    assert Corpus.from_ldac(tmp_path / "c.ldac").num_words == 1     # no vocabulary: nothing to check
+
+
+def test_from_jsonl_label_beyond_int64(tmp_path: Path):
+    """#13: a label above int64 raised OverflowError instead of FormatError with path and line."""
+    p = tmp_path / "d.jsonl"
+    p.write_text(json.dumps({"text": "cats purr", "y": 1}) + "\n"
+                 + json.dumps({"text": "dogs bark", "y": 2**63}) + "\n")
+    with pytest.raises(FormatError, match=r"d.jsonl:2: label 'y' = 9223372036854775808 does not fit"):
+        Corpus.from_jsonl(p, label_key="y")
+    p.write_text(json.dumps({"text": "cats purr", "y": -(2**63)}) + "\n")
+    assert Corpus.from_jsonl(p, label_key="y").labels.tolist() == [-(2**63)]

@@ -285,3 +285,13 @@ def test_load_shared_errors(tmp_path: Path) -> None:
         load_shared("nope")
     with pytest.raises(FileNotFoundError, match="reuters"):
         load_shared("reuters", root=tmp_path)
+
+
+def test_synthetic_sizes_refuse_bools_and_beyond_int32():
+    """#14 sibling: num_docs=True ran as 1 document; sizes beyond int32 are refused up front."""
+    from jaxtopics.datasets import synthetic_lda
+    from jaxtopics.errors import ParameterError
+
+    for kw in ({"num_docs": True}, {"num_topics": True}, {"num_docs": 2**31}, {"alpha": True}):
+        with pytest.raises(ParameterError):
+            synthetic_lda(**{"num_docs": 5, "num_words": 10, "num_topics": 2, **kw})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -172,3 +174,333 @@ def test_incremental_init_is_consistent_and_better_than_uniform(small_corpus):
     assert logs["incremental"] > logs["random"]
     with pytest.raises(ParameterError, match="init"):
         jt.LDA(3, init="kmeans")
+
+
+# -- issue #9: defects found by a new user --------------------------------------------------
+
+TRAIN = ["apple banana cherry apple banana", "cherry apple fruit salad", "car engine wheel car",
+         "engine wheel tire road car", "apple fruit banana", "road tire car engine"] * 5
+
+
+@pytest.fixture(scope="module")
+def fruit_cars():
+    corpus = jt.Corpus.from_texts(TRAIN)
+    return corpus, jt.LDA(num_topics=2).fit(corpus, num_sweeps=200, seed=0, progress=False)
+
+
+def test_transform_maps_a_corpus_with_its_own_vocabulary_by_word(fruit_cars):
+    """#1: ids of a new corpus's own vocabulary are mapped by word, not trusted."""
+    corpus, m = fruit_cars
+    new = jt.Corpus.from_texts(["car car engine road tire wheel", "apple banana fruit cherry salad"])
+    assert new.vocab != m.vocab[:new.num_words]          # the ids do not agree
+    same = jt.Corpus.from_token_lists([new.words(0), new.words(1)], vocab=m.vocab)
+    theta = m.transform(new, seed=3)
+    np.testing.assert_array_equal(theta, m.transform(same, seed=3))
+    cars, fruit = m.doc_topic[2].argmax(), m.doc_topic[0].argmax()
+    assert cars != fruit and theta[0].argmax() == cars and theta[1].argmax() == fruit
+    assert theta.max(1).min() > 0.9
+    assert m.last_transform == jt.TransformInfo(2, 11, 0, (), ())
+
+
+def test_transform_takes_raw_texts_tokenised_as_the_training_texts(fruit_cars):
+    """#1: raw texts go through the training corpus's tokenizer settings (lowercase, stop words,
+    min length, NFC); unknown words are dropped, counted and warned about; a document left empty
+    gets the prior mean instead of crashing."""
+    corpus, m = fruit_cars
+    assert m.text_options == corpus.text_options and corpus.text_options is not None
+    texts = ["The CAR and the engine, a road; the tire & wheel!", "Apple, banana and zebra",
+             "zebra giraffe", ""]
+    with pytest.warns(jt.UnknownWordsWarning, match="3 of 10 tokens"):
+        theta = m.transform(texts, seed=1)
+    info = m.last_transform
+    assert info == jt.TransformInfo(4, 7, 3, ("zebra", "giraffe"), (2, 3))
+    ids = jt.Corpus.from_token_lists([["car", "engine", "road", "tire", "wheel"], ["apple", "banana"]],
+                                     vocab=m.vocab)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                   # nothing unknown: no warning
+        np.testing.assert_array_equal(theta[:2], m.transform(ids, seed=1))
+    np.testing.assert_allclose(theta[2:], 0.5)            # prior mean (symmetric alpha)
+    with pytest.warns(jt.UnknownWordsWarning):
+        np.testing.assert_allclose(m.transform(["zebra only"]), [[0.5, 0.5]])
+    with pytest.raises(CorpusError, match="single string"):
+        m.transform("car engine")
+    with pytest.raises(CorpusError, match="texts\\[1\\]"):
+        m.transform(["car", ["car"]])
+
+
+def test_transform_raw_texts_after_load_and_without_text_options(fruit_cars, small_corpus, tmp_path):
+    """#1: the tokenizer settings travel in the model file; a model of a corpus not built from
+    texts refuses raw texts (it cannot know how to tokenise them) but maps a Corpus."""
+    corpus, m = fruit_cars
+    m.save(tmp_path / "m.jtm")
+    r = jt.load(tmp_path / "m.jtm")
+    assert r.text_options == m.text_options
+    np.testing.assert_array_equal(r.transform(["car engine road"], seed=2),
+                                  m.transform(["car engine road"], seed=2))
+    c = jt.Corpus.from_texts(TRAIN, stop_words=["apple"], min_length=3, lowercase=False)
+    m2 = jt.LDA(2).fit(c, num_sweeps=2, progress=False)
+    m2.save(tmp_path / "m2.jtm")
+    r2 = jt.load(tmp_path / "m2.jtm")
+    assert r2.text_options == c.text_options == jt.corpus.TextOptions(None, False, ("apple",), 3)
+    with pytest.warns(jt.UnknownWordsWarning, match="'Car'"):
+        r2.transform(["Car apple car"])
+    assert r2.last_transform.num_tokens == 1             # 'apple' is a stop word, 'Car' unknown
+    custom = jt.Corpus.from_texts(TRAIN, tokenizer=str.split)
+    m3 = jt.LDA(2).fit(custom, num_sweeps=1, progress=False)
+    m3.transform(["car engine"])                          # in memory the callable is kept
+    m3.save(tmp_path / "m3.jtm")
+    with pytest.raises(ParameterError, match="custom tokenizer"):
+        jt.load(tmp_path / "m3.jtm").transform(["car engine"])
+    plain = jt.LDA(2).fit(small_corpus, num_sweeps=1, progress=False)
+    with pytest.raises(ParameterError, match="pass a Corpus"):
+        plain.transform(["w00001 w00002"])
+
+
+@pytest.mark.parametrize("bad", [2.5, True, 0, -1, "3"])
+def test_transform_validates_num_sweeps_and_seed(fruit_cars, bad):
+    """#8: num_sweeps is validated as fit does (2.5 gave rows summing to 1.33; True a TypeError)."""
+    corpus, m = fruit_cars
+    with pytest.raises(ParameterError, match="num_sweeps"):
+        m.transform(corpus, num_sweeps=bad)
+    with pytest.raises(ParameterError, match="seed"):
+        m.transform(corpus, seed=1.5)
+
+
+def test_fit_refuses_bool_sweep_counts(small_corpus):
+    """#8 sibling: bools are not counts anywhere (num_sweeps, eval_every, checkpoint_every)."""
+    for kw in ({"num_sweeps": True}, {"eval_every": True}, {"checkpoint_every": True}):
+        with pytest.raises(ParameterError, match=next(iter(kw))):
+            jt.LDA(2).fit(small_corpus, **{"num_sweeps": 1, **kw})
+
+
+@pytest.mark.parametrize("value", [1e-39, 1e39, 1e-40, 1e300, 5e-324, float("inf"), True, "0.1"])
+@pytest.mark.parametrize("name", ["alpha", "beta"])
+def test_hyper_parameters_outside_float32_are_refused(name, value):
+    """#9: alpha/beta that float32 cannot hold gave NaN silently; bools and strings are not numbers."""
+    with pytest.raises(ParameterError, match=name):
+        jt.LDA(2, **{name: value})
+
+
+def test_extreme_hyper_parameters_inside_float32_still_work(small_corpus):
+    """#9: 1e-30 and 1e30 keep working (finite estimates and log joint)."""
+    for kw in ({"alpha": 1e-30}, {"alpha": 1e30}, {"beta": 1e-30}, {"beta": 1e30}):
+        m = jt.LDA(3, **kw).fit(small_corpus, num_sweeps=2, progress=False)
+        assert np.isfinite(m.log_joint_per_token()) and np.isfinite(m.doc_topic).all()
+        assert np.isfinite(m.topic_word).all()
+    with pytest.raises(ParameterError, match="K \\* alpha"):
+        jt.LDA(100, alpha=1e37)
+    with pytest.raises(ParameterError, match="V \\* beta"):
+        jt.LDA(2, beta=1e37).fit(small_corpus, num_sweeps=1)
+
+
+def test_summary_shares_are_token_shares():
+    """#10: one long document and ten short ones: the summary prints n_k / N, not mean theta."""
+    long_doc = ["alpha"] * 90
+    short = [["beta"]] * 10
+    corpus = jt.Corpus.from_token_lists([long_doc] + short)
+    m = jt.LDA(2, alpha=0.1, beta=0.01).fit(corpus, num_sweeps=30, seed=0, progress=False)
+    z = m.assignments
+    shares = np.bincount(z, minlength=2) / z.size
+    s = m.summary()
+    assert "share of tokens" in s
+    for k in range(2):
+        assert f"#{k:<3d} {shares[k]:6.1%}" in s
+    assert not np.allclose(shares, m.doc_topic.mean(0), atol=0.05)   # the old, mislabelled value
+
+
+def test_model_file_vocabulary_is_compact_and_lossless(small_corpus, tmp_path):
+    """#11: one 2000-character word no longer multiplies the file by V x 2000 x 4 bytes;
+    #17: a word ending in "\\x00" (or a lone surrogate) survives save/load."""
+    words = list(small_corpus.vocab)
+    base = jt.LDA(3).fit(small_corpus, num_sweeps=1, progress=False)
+    base.save(tmp_path / "base.jtm")
+    words[5] = "x" * 2000
+    words[6] = "nul\x00"
+    words[7] = "sur\udcff"
+    c = jt.Corpus.from_arrays(small_corpus.word_ids, small_corpus.doc_offsets, words)
+    m = jt.LDA(3).fit(c, num_sweeps=1, progress=False)
+    m.save(tmp_path / "m.jtm")
+    grow = (tmp_path / "m.jtm").stat().st_size - (tmp_path / "base.jtm").stat().st_size
+    assert grow < 3 * 2000, grow
+    r = jt.load(tmp_path / "m.jtm")
+    assert r.vocab == c.vocab and r.vocab[6] == "nul\x00"
+    r.resume(c, num_sweeps=1, progress=False)
+
+
+def test_resume_checks_the_vocabulary_word_by_word(small_corpus, tmp_path):
+    """#17: resume compares the model's vocabulary with the corpus's, not just the fingerprint."""
+    words = list(small_corpus.vocab)
+    words[3] = "nul\x00"
+    c = jt.Corpus.from_arrays(small_corpus.word_ids, small_corpus.doc_offsets, words)
+    m = jt.LDA(3).fit(c, num_sweeps=1, progress=False)
+    m.vocab = tuple(w.rstrip("\x00") for w in m.vocab)      # what the old file format did
+    with pytest.raises(CorpusError, match="vocabulary differs.*word 3"):
+        m.resume(c, num_sweeps=1)
+
+
+@pytest.mark.parametrize("seed", [2**63, 2**64 + 5, -(2**70), 2**1000])
+def test_any_integer_seed_works(small_corpus, tmp_path, seed):
+    """#12: seeds >= 2**63 raised OverflowError in fit and transform; they are folded into the
+    key, reproducibly, and survive save/load."""
+    a = jt.LDA(3).fit(small_corpus, num_sweeps=3, seed=seed, progress=False)
+    b = jt.LDA(3).fit(small_corpus, num_sweeps=3, seed=seed, progress=False)
+    _same_state(a, b)
+    a.transform(small_corpus.subset([0]), num_sweeps=2, seed=seed)
+    a.save(tmp_path / "m.jtm")
+    assert jt.load(tmp_path / "m.jtm").seed == seed
+
+
+def test_distinct_large_seeds_give_distinct_chains(small_corpus):
+    """#12 sibling: JAX keeps only a seed's low 32 bits, so 2**32 gave the chain of seed 0."""
+    from jaxtopics.validate import seed_key
+    import jax
+
+    assert jax.random.key_data(jax.random.key(2**32)).tolist() == jax.random.key_data(
+        jax.random.key(0)).tolist()                         # the JAX behaviour worked around
+    a = jt.LDA(3).fit(small_corpus, num_sweeps=2, seed=0, progress=False)
+    b = jt.LDA(3).fit(small_corpus, num_sweeps=2, seed=2**32, progress=False)
+    assert not np.array_equal(a.assignments, b.assignments)
+    for s in (0, 1, 2**32 - 1):                              # small seeds: the keys of before
+        assert (jax.random.key_data(seed_key(s)).tolist()
+                == jax.random.key_data(jax.random.key(s)).tolist())
+
+
+@pytest.mark.parametrize("k", [True, False, 2**31, 3.0, np.float64(2)])
+def test_num_topics_refuses_bools_floats_and_beyond_int32(k):
+    """#14: LDA(num_topics=True) ran as K=1; LDA(2**31).fit raised OverflowError."""
+    with pytest.raises(ParameterError, match="num_topics"):
+        jt.LDA(k)
+
+
+def test_kernel_sizes_refuse_values_beyond_int32():
+    """#14 sibling: num_blocks, mh_steps, chunk_size are bounded to int32 like num_topics."""
+    for name in ("num_blocks", "mh_steps", "chunk_size"):
+        with pytest.raises(ParameterError, match=name):
+            jt.LDA(2, **{name: 2**31})
+    assert jt.LDA(np.int64(3)).params.num_topics == 3 and type(jt.LDA(np.int64(3)).params.num_topics) is int
+
+
+@pytest.mark.parametrize("n", [-3, 0, True, 2.0])
+def test_top_words_refuses_n_below_one(fruit_cars, n):
+    """#15: top_words(-3) returned all but 3 words."""
+    _, m = fruit_cars
+    with pytest.raises(ParameterError, match="number of top words"):
+        m.top_words(n)
+    with pytest.raises(ParameterError, match="number of top words"):
+        m.summary(n)
+    with pytest.raises(ParameterError, match="topic"):
+        m.top_words(3, topic=True)
+
+
+def test_log_joint_after_loading_a_zero_sweep_fit(small_corpus, tmp_path):
+    """#16: the state is in the file, so the log joint is computed from it (it was NaN)."""
+    m = jt.LDA(3).fit(small_corpus, num_sweeps=0, seed=1, progress=False)
+    assert m.trace == [] and np.isfinite(m.log_joint_per_token())
+    m.save(tmp_path / "m.jtm")
+    r = jt.load(tmp_path / "m.jtm")
+    assert r.log_joint_per_token() == pytest.approx(m.log_joint_per_token(), rel=1e-6)
+
+
+# -- #4: jt.load trusts nothing in the file ---------------------------------------------------
+
+def _rewrite(path, out, *, meta=None, drop=(), arrays=None):
+    """Copy a model file with metadata edits (None deletes a key), arrays dropped or replaced."""
+    import json
+
+    with np.load(path) as z:
+        stored = {k: z[k] for k in z.files}
+    m = json.loads(str(stored["__meta__"][()]))
+    for k, v in (meta or {}).items():
+        if v is None:
+            m.pop(k, None)
+        else:
+            m[k] = v
+    stored["__meta__"] = np.array(json.dumps(m))
+    for k in drop:
+        del stored[k]
+    stored.update(arrays or {})
+    with open(out, "wb") as f:
+        np.savez(f, **stored)
+    return out
+
+
+@pytest.fixture(scope="module")
+def saved_model(tmp_path_factory):
+    from jaxtopics.datasets import synthetic_lda
+
+    corpus = synthetic_lda(num_docs=12, num_words=20, num_topics=3, mean_doc_length=8, seed=2).corpus
+    m = jt.LDA(3).fit(corpus, num_sweeps=4, seed=0, eval_every=2, progress=False)
+    path = tmp_path_factory.mktemp("model") / "m.jtm"
+    m.save(path)
+    return path, m
+
+
+def _params(m, **kw):
+    return {**m.params._asdict(), **kw}
+
+
+@pytest.mark.parametrize("edit, match", [
+    (lambda m: {"meta": {"seed": None}}, "lacks 'seed'"),
+    (lambda m: {"meta": {"seed": "x"}}, "'seed'"),
+    (lambda m: {"meta": {"num_tokens": None}}, "lacks 'num_tokens'"),
+    (lambda m: {"meta": {"num_docs": 0}}, "'num_docs'"),
+    (lambda m: {"meta": {"sweeps_done": -1}}, "'sweeps_done'"),
+    (lambda m: {"meta": {"corpus_fingerprint": 7}}, "'corpus_fingerprint'"),
+    (lambda m: {"meta": {"params": _params(m, extra=1)}}, "unknown parameter 'extra'"),
+    (lambda m: {"meta": {"params": {"alpha": 0.1}}}, "lacks 'num_topics'"),
+    (lambda m: {"meta": {"params": _params(m, sampler="bogus")}}, "sampler"),
+    (lambda m: {"meta": {"params": _params(m, alpha=-1)}}, "alpha"),
+    (lambda m: {"meta": {"params": _params(m, num_topics=5)}}, "state.doc_topic.*expected int32\\[12, 5\\]"),
+    (lambda m: {"meta": {"params": "x"}}, "'params' must be an object"),
+    (lambda m: {"meta": {"text_options": {"tokenizer": 3}}}, "text_options"),
+    (lambda m: {"drop": ["trace"]}, "lacks array 'trace'"),
+    (lambda m: {"drop": ["vocab.utf8"]}, "'vocab.utf8'"),
+    (lambda m: {"drop": ["vocab.utf8", "vocab.offsets"]}, "lacks the vocabulary"),
+    (lambda m: {"drop": ["state.z"]}, "lacks array 'state.z'"),
+    (lambda m: {"arrays": {"trace": np.zeros((2, 3))}}, "array 'trace'"),
+    (lambda m: {"arrays": {"trace": np.array([[9.0, -1, 0, 0]])}}, "sweep numbers"),
+    (lambda m: {"arrays": dict(zip(("vocab.utf8", "vocab.offsets"),
+                                   jt.io.encode_strings(m.vocab[:-1])))}, "state.word_topic"),
+    (lambda m: {"arrays": dict(zip(("vocab.utf8", "vocab.offsets"),
+                                   jt.io.encode_strings(m.vocab[:-1] + m.vocab[:1])))}, "duplicate"),
+    (lambda m: {"arrays": {"vocab.offsets": np.array([0, 5, 3])}}, "offsets"),
+    (lambda m: {"arrays": {"state.z": np.zeros(3, np.int32)}}, "state.z"),
+    (lambda m: {"arrays": {"state.topic": np.asarray(m.state.topic) + 1}}, "topic counts disagree"),
+    (lambda m: {"arrays": {"state.z": np.asarray(m.state.z) + 7}}, "outside \\[0, 3\\)"),
+    (lambda m: {"arrays": {"state.doc_topic": np.asarray(m.state.doc_topic, np.float32)}},
+     "state.doc_topic"),
+])
+def test_load_checks_everything_in_the_file(saved_model, tmp_path, edit, match):
+    """#4: KeyError, TypeError, IndexError, NaN theta or rows summing to 0.94 before: now a
+    FormatError naming the file and the entry, before any model is returned."""
+    path, m = saved_model
+    bad = _rewrite(path, tmp_path / "bad.jtm", **edit(m))
+    with pytest.raises(FormatError, match=match) as e:
+        jt.load(bad)
+    assert str(e.value).startswith(str(bad))
+
+
+def test_load_reads_format_1_files(saved_model, tmp_path):
+    """The previous model format (unicode vocab array, no num_docs) still loads, checked too."""
+    path, m = saved_model
+    old = _rewrite(path, tmp_path / "v1.jtm", meta={"format_version": 1, "num_docs": None,
+                                                    "text_options": None},
+                   drop=["vocab.utf8", "vocab.offsets"], arrays={"vocab": np.asarray(m.vocab)})
+    r = jt.load(old)
+    assert r.vocab == m.vocab
+    np.testing.assert_array_equal(r.doc_topic, m.doc_topic)
+    bad = _rewrite(old, tmp_path / "v1bad.jtm", meta={"params": _params(m, num_topics=4)})
+    with pytest.raises(FormatError, match="state.doc_topic.*\\['D', 4\\]"):
+        jt.load(bad)
+
+
+def test_checkpoint_location_is_checked_before_sweeping(small_corpus, tmp_path):
+    """#3 sibling in the API: fit(checkpoint_path=) into a missing directory failed only at the
+    first checkpoint, after the sweeps before it, naming a temporary file."""
+    with pytest.raises(FileNotFoundError) as e:
+        jt.LDA(2).fit(small_corpus, num_sweeps=50, checkpoint_path=tmp_path / "no" / "m.jtm",
+                      checkpoint_every=25, progress=False)
+    assert e.value.filename == str(tmp_path / "no" / "m.jtm")
+    with pytest.raises(IsADirectoryError):
+        jt.LDA(2).fit(small_corpus, num_sweeps=1, checkpoint_path=tmp_path, progress=False)
+    assert not list(tmp_path.iterdir())                   # no probe file left behind

@@ -279,7 +279,8 @@ def test_model_file_round_trip(tmp_path: Path):
     assert got["phi"].dtype == np.float32 and np.array_equal(got["phi"], arrays["phi"])
     assert got["vocab"].tolist() == ["alpha", "béta", "γ"]
     assert got["names"].tolist() == ["x", "y"]
-    assert got_meta["format"] == "jaxtopics-model" and got_meta["format_version"] == 1
+    assert got_meta["format"] == "jaxtopics-model"
+    assert got_meta["format_version"] == io.MODEL_FORMAT_VERSION
     assert got_meta["num_topics"] == 2 and got_meta["alpha"] == 0.1
     assert got_meta["sweeps"] == [1, 2]
     io.save_model_file(p, {"a": np.zeros(2)}, {})  # overwrite in place
@@ -321,5 +322,70 @@ def test_load_model_file_newer_version(tmp_path: Path):
     meta = {"format": "jaxtopics-model", "format_version": 99}
     with open(newer, "wb") as f:  # a file object: savez must not append ".npz"
         np.savez(f, __meta__=np.array(json.dumps(meta)), x=np.zeros(1))
-    with pytest.raises(FormatError, match=r"format_version 99 is newer .* \(up to 1\)"):
+    with pytest.raises(FormatError, match=r"format_version 99 is newer .* \(up to 2\)"):
         io.load_model_file(newer)
+
+
+# ------------------------------------------------------------------------------------------
+# issue #9
+
+
+def test_read_uci_line_with_wrong_field_count(tmp_path: Path):
+    """#2: "1 1 2 1" then "1 3" (NNZ=2) has 3 x NNZ fields in all; it was read as 5 tokens of
+    word 1 by joining the lines. Each line must hold three integers."""
+    dw = write(tmp_path / "docword.txt", "1\n4\n2\n1 1 2 1\n1 3\n")
+    vocab = write(tmp_path / "vocab.txt", "a\nb\nc\nd\n")
+    with pytest.raises(FormatError, match=r"docword.txt:4: expected 'docID wordID count'"):
+        io.read_uci(dw, vocab)
+    dw = write(tmp_path / "docword.txt", "1\n4\n2\n1 1\n2 1 3\n")
+    with pytest.raises(FormatError, match=r"docword.txt:4: expected"):
+        io.read_uci(dw, vocab)
+    dw = write(tmp_path / "docword.txt", "1\n4\n2\n 1\t1 2 \n1 3 1\r\n")   # odd spacing is fine
+    assert io.read_uci(dw, vocab)[0].tolist() == [0, 0, 2]
+
+
+@pytest.mark.parametrize("text, pattern", [
+    ("1\n4\n1\n1 1 1099511627776\n", r"docword.txt:4: .*count.* 1099511627776"),     # 2**40
+    ("1\n4\n1\n1 1 4611686018427387904\n", r"docword.txt:4: .*count.* 4611686018427387904"),
+    ("1\n4\n1\n1 1 99999999999999999999999\n", r"docword.txt:4: count 9+ is too large"),
+    ("1\n4\n2\n1 1 2000000000\n1 2 2000000000\n", r"docword.txt:5: the counts add up to more"),
+    ("10000000000000\n4\n1\n1 1 1\n", r"docword.txt:1: header D .* = 10000000000000 is too large"),
+    ("1\n10000000000000\n1\n1 1 1\n", r"docword.txt:2: header W .* is too large"),
+    ("1\n4\n10000000000000\n1 1 1\n", r"docword.txt:3: header NNZ = 10000000000000 is too large"),
+])
+def test_read_uci_huge_numbers_are_format_errors(tmp_path: Path, text: str, pattern: str):
+    """#7: a count of 2**40 or D = 10**13 tried to allocate TiB (MemoryError); 2**62 gave
+    "array is too big" without file or line. Every header size is bounded before allocating."""
+    dw = write(tmp_path / "docword.txt", text)
+    vocab = write(tmp_path / "vocab.txt", "a\nb\nc\nd\n")
+    with pytest.raises(FormatError, match=pattern):
+        io.read_uci(dw, vocab)
+
+
+def test_read_ldac_total_tokens_are_bounded(tmp_path: Path):
+    """#7 sibling: LDA-C counts within int32 each but beyond it in total are refused by line."""
+    p = write(tmp_path / "huge.ldac", "1 0:5\n1 0:2147483647\n")
+    with pytest.raises(FormatError, match=r"huge.ldac:2: the counts add up to more"):
+        io.read_ldac(p)
+
+
+def test_string_tables_round_trip():
+    """#11: vocabularies as UTF-8 bytes + offsets: compact and lossless ("\\x00", surrogates)."""
+    words = ("a", "", "nul\x00", "béta", "x" * 2000, "sur\udcff", "😀")
+    data, offsets = io.encode_strings(words)
+    assert data.dtype == np.uint8 and data.nbytes < 2100 and offsets.tolist()[:3] == [0, 1, 1]
+    assert io.decode_strings(data, offsets) == words
+    assert np.asarray(words).nbytes > 7 * 2000 * 4 - 1        # what the unicode array cost
+    for bad_offsets in ([0, 2, 1, data.size], [1, data.size], [0, data.size + 1]):
+        with pytest.raises(ValueError, match="offsets"):
+            io.decode_strings(data, np.asarray(bad_offsets))
+    with pytest.raises(ValueError, match="UTF-8"):
+        io.decode_strings(np.array([0xFF], np.uint8), np.array([0, 1]))
+
+
+def test_atomic_write_names_the_target_not_the_temp_file(tmp_path: Path):
+    """#3 sibling: a missing directory was reported with the temporary file's name."""
+    target = tmp_path / "missing" / "m.jtm"
+    with pytest.raises(FileNotFoundError) as e:
+        io.atomic_write_bytes(target, b"x")
+    assert e.value.filename == str(target) and ".tmp" not in str(e.value)

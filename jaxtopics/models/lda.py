@@ -33,6 +33,7 @@ from jax import Array
 
 from ..corpus import Corpus
 from ..errors import ParameterError
+from ..validate import FLOAT32_MAX, check_float32, check_int, check_positive_int
 from ..ops import (
     categorical,
     categorical_logits,
@@ -49,13 +50,15 @@ from ..ops import (
 
 __all__ = [
     "Params", "State", "Data", "SweepInfo", "SAMPLERS",
-    "check_params", "prepare", "init", "state_from_assignments", "sweep", "log_joint",
-    "estimate", "fold_in", "assignments", "rebuild",
+    "check_params", "state_shapes", "check_state", "prepare", "init", "state_from_assignments",
+    "sweep", "log_joint", "estimate", "fold_in", "assignments", "rebuild",
 ]
 
 SAMPLERS = ("parallel", "sequential", "uncollapsed")
 #: ``jaxtopics.distributed`` can shard this model's ``parallel`` kernel over devices
 SHARDABLE = True
+LOG_JOINT_USES_DATA = False
+"""log_joint(state, None, params) works: the joint is a function of the state alone."""
 INITS = ("random", "incremental")
 
 
@@ -127,26 +130,69 @@ class SweepInfo(NamedTuple):
 
 
 def check_params(params: Params) -> Params:
-    """Validate hyper-parameters; raises ParameterError naming the bad field."""
-    if not isinstance(params.num_topics, (int, np.integer)) or params.num_topics < 1:
-        raise ParameterError(f"num_topics must be a positive integer, got {params.num_topics!r}")
-    for name in ("alpha", "beta"):
-        v = getattr(params, name)
-        if not np.isfinite(v) or v <= 0:
-            raise ParameterError(f"{name} must be a finite number > 0, got {v!r}")
-    if params.sampler not in SAMPLERS:
+    """Validate hyper-parameters; raises ParameterError naming the bad field.
+
+    Returns the params normalised (Python int / float fields). num_topics and the kernel sizes
+    fit in int32 (bools are refused); alpha and beta are normal float32 numbers, and K * alpha
+    must stay finite in float32 (V * beta is checked by :func:`prepare`, which knows V).
+    """
+    k = check_positive_int(params.num_topics, "num_topics")
+    alpha = check_float32(params.alpha, "alpha")
+    if alpha * k > FLOAT32_MAX:
+        raise ParameterError(f"alpha = {alpha!r} is too large for num_topics = {k}: K * alpha "
+                             f"overflows float32")
+    beta = check_float32(params.beta, "beta")
+    if not isinstance(params.sampler, str) or params.sampler not in SAMPLERS:
         raise ParameterError(f"sampler must be one of {SAMPLERS}, got {params.sampler!r}")
-    if params.init not in INITS:
+    if not isinstance(params.init, str) or params.init not in INITS:
         raise ParameterError(f"init must be one of {INITS}, got {params.init!r}")
-    for name, low in (("num_blocks", 1), ("mh_steps", 0), ("chunk_size", 1), ("sync_every", 1)):
-        v = getattr(params, name)
-        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < low:
-            raise ParameterError(f"{name} must be an integer >= {low}, got {v!r}")
-    return params
+    sizes = {name: check_int(getattr(params, name), name, low=low)
+             for name, low in (("num_blocks", 1), ("mh_steps", 0), ("chunk_size", 1),
+                               ("sync_every", 1))}
+    return params._replace(num_topics=k, alpha=alpha, beta=beta, **sizes)
+
+
+def state_shapes(params: Params, num_tokens: int, num_docs: int, num_words: int) -> State:
+    """The shape and dtype of every State array for a corpus of these sizes (no computation):
+    what a model file's arrays are checked against before a model is built from them."""
+    k, i32 = params.num_topics, jnp.int32
+    return State(z=jax.ShapeDtypeStruct((num_tokens + 1,), i32),
+                 doc_topic=jax.ShapeDtypeStruct((num_docs, k), i32),
+                 word_topic=jax.ShapeDtypeStruct((num_words, k), i32),
+                 topic=jax.ShapeDtypeStruct((k,), i32))
+
+
+def check_state(state: State, params: Params) -> str | None:
+    """What is inconsistent in a state read from outside (host arrays), or None if nothing.
+
+    Topics lie in [0, K), the dummy slot z[N] is 0, counts are non-negative and the three count
+    tables agree with z.
+    """
+    z = np.asarray(state.z)
+    n, k = z.shape[0] - 1, params.num_topics
+    if n > 0 and (z[:n].min() < 0 or z[:n].max() >= k):
+        return f"z holds topics outside [0, {k})"
+    if z[n] != 0:
+        return "z's last (dummy) slot must be 0"
+    doc_topic, word_topic, topic = (np.asarray(a, np.int64) for a in state[1:])
+    if min(doc_topic.min(initial=0), word_topic.min(initial=0), topic.min(initial=0)) < 0:
+        return "negative counts"
+    by_topic = np.bincount(z[:n], minlength=k)
+    for name, table in (("doc_topic", doc_topic.sum(0)), ("word_topic", word_topic.sum(0)),
+                        ("topic", topic)):
+        if not np.array_equal(table, by_topic):
+            return f"{name} counts disagree with the topic assignments z"
+    return None
 
 
 def prepare(corpus: Corpus, params: Params) -> Data:
-    """Lay the corpus out for sweeps: per-token arrays, word index, parallel blocks."""
+    """Lay the corpus out for sweeps: per-token arrays, word index, parallel blocks.
+
+    Raises ParameterError if V * beta overflows float32 (the denominator of (1)).
+    """
+    if params.beta * corpus.num_words > FLOAT32_MAX:
+        raise ParameterError(f"beta = {params.beta!r} is too large for a vocabulary of "
+                             f"{corpus.num_words} words: V * beta overflows float32")
     n = corpus.num_tokens
     word = np.append(corpus.word_ids, 0).astype(np.int32)
     doc = np.append(corpus.doc_index, 0).astype(np.int32)
@@ -421,7 +467,8 @@ def sweep(key: Array, state: State, data: Data, params: Params,
 def log_joint(state: State, data: Data, params: Params) -> Array:
     """Collapsed log p(w, z) = sum_d log DirMult(n_d. | alpha) + sum_k log DirMult(n_k. | beta).
 
-    The quantity tomotopy reports per word as ``ll_per_word`` (times N).
+    The quantity tomotopy reports per word as ``ll_per_word`` (times N). A function of the count
+    tables alone: `data` is unused and may be None (so a loaded model's state can be scored).
     """
     return (dirichlet_multinomial_log_evidence(state.doc_topic, params.alpha)
             + dirichlet_multinomial_log_evidence(state.word_topic.T, params.beta))
@@ -456,8 +503,7 @@ def fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps
     """
     n, d, v = _sizes(new_data)
     k = params.num_topics
-    if num_sweeps < 1:
-        raise ParameterError(f"fold_in: num_sweeps must be >= 1, got {num_sweeps}")
+    num_sweeps = check_positive_int(num_sweeps, "fold_in: num_sweeps")
     if new_data.word.shape[0] > 1 and int(jnp.max(new_data.word)) >= state.word_topic.shape[0]:
         raise ParameterError("fold_in: new documents use word ids outside the fitted vocabulary")
     phi_vk = estimate(state, params)["phi"].T                               # [V, K]

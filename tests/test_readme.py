@@ -1,0 +1,91 @@
+"""The README's examples run as written: the Quickstart python block end to end (on a small
+corpus, with new raw texts and a new Corpus of its own vocabulary for `transform`), and the
+command-line examples (fit on ../shared/data/reuters with few sweeps, then show)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import jaxtopics as jt
+from conftest import SHARED_DATA
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+TRAIN = [
+    "apple banana cherry apple banana", "cherry apple fruit salad", "car engine wheel car",
+    "engine wheel tire road car", "apple fruit banana", "road tire car engine",
+] * 5
+NEW_TEXTS = ["Car car ENGINE road tire wheel", "apple banana fruit cherry salad zebra"]
+
+
+def _block(heading: str, lang: str) -> str:
+    """The first ```lang fenced block after the `heading` line."""
+    section = README[README.index(heading):]
+    m = re.search(rf"```{lang}\n(.*?)```", section, re.S)
+    assert m, f"no {lang} block after {heading!r}"
+    return m.group(1)
+
+
+def test_quickstart_block_runs(tmp_path, monkeypatch):
+    code = _block("## Quickstart", "python")
+    assert "model.transform(new_texts)" in code and "model.transform(new_corpus)" in code
+    monkeypatch.chdir(tmp_path)                     # model.save("lda.jtm") writes here
+    new_corpus = jt.Corpus.from_texts(NEW_TEXTS)    # its own vocabulary, in its own order
+    assert new_corpus.vocab != jt.Corpus.from_texts(TRAIN).vocab[:new_corpus.num_words]
+    env = {"texts": TRAIN, "new_texts": NEW_TEXTS, "new_corpus": new_corpus}
+    # the block as written, only with fewer sweeps for speed and 2 topics for this corpus
+    code = re.sub(r"num_sweeps=\d+", "num_sweeps=60", code)
+    code = code.replace("num_topics=20", "num_topics=2")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", jt.UnknownWordsWarning)     # 'zebra' is unknown
+        exec(compile(code, "README.md:Quickstart", "exec"), env)
+    model, theta_new = env["model"], env["theta_new"]
+    assert (tmp_path / "lda.jtm").exists() and model.sweeps_done == 120
+    assert theta_new.shape == (2, 2)
+    np.testing.assert_allclose(theta_new.sum(1), 1, rtol=1e-5)
+    # the two new documents land on different topics, each the one of its training twins
+    theta_train = model.doc_topic
+    assert theta_new[0].argmax() == theta_train[2].argmax() != theta_new[1].argmax()
+    assert theta_new[1].argmax() == theta_train[0].argmax()
+    assert theta_new.max(1).min() > 0.8
+    # raw texts and the Corpus give the same fold-in (same tokens, mapped by word)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", jt.UnknownWordsWarning)
+        np.testing.assert_allclose(model.transform(NEW_TEXTS), theta_new, atol=0.05)
+    assert model.last_transform.unknown_words == ("zebra",)
+
+
+def _cli_commands() -> list[list[str]]:
+    block = _block("Command line:", "bash").replace("\\\n", " ")
+    return [shlex.split(line) for line in block.splitlines() if line.strip()]
+
+
+def test_cli_examples_run(tmp_path):
+    if not (SHARED_DATA / "reuters" / "reuters.ldac").exists():
+        pytest.skip("../shared/data not present")
+    commands = _cli_commands()
+    assert [c[:2] for c in commands] == [["jaxtopics", "fit"], ["jaxtopics", "show"]]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    for argv in commands:
+        argv = [str(SHARED_DATA) + a[len("../shared/data"):] if a.startswith("../shared/data") else a
+                for a in argv]
+        if "--sweeps" in argv:                      # few sweeps, evaluated every 5
+            argv[argv.index("--sweeps") + 1] = "10"
+            argv += ["--eval-every", "5", "--no-progress"]
+        r = subprocess.run([sys.executable, "-m", "jaxtopics.cli", *argv[1:]], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=300, env=env)
+        assert r.returncode == 0, r.stderr
+        assert "Traceback" not in r.stderr
+        assert "K=20" in r.stdout and "share of tokens" in r.stdout
+    assert (tmp_path / "runs" / "reuters" / "model.jtm").exists()
+    assert jt.load(tmp_path / "runs" / "reuters" / "model.jtm").sweeps_done == 10
