@@ -18,7 +18,7 @@ from .errors import (  # noqa: E402
     JaxTopicsError,
     ParameterError,
 )
-from .estimators import LDA, FittedModel, load  # noqa: E402
+from .estimators import LDA, PTM, FittedModel, load  # noqa: E402
 
 __all__ = [
     "__version__",
@@ -30,5 +30,6 @@ __all__ = [
     "JaxTopicsError",
     "LDA",
     "ParameterError",
+    "PTM",
     "load",
 ]
