@@ -29,7 +29,9 @@ Kernels (``Params.sampler``):
 Counts are int32 tables: ``pseudo_topic`` [P, K] (N_l^k), ``pseudo_docs`` [P] (n_l),
 ``doc_topic`` [D, K] (N_m^k: a document's row moves between pseudo-documents as a whole),
 ``word_topic`` [V, K] (n_k^w) and ``topic`` [K] (n_k). PTM takes empty documents (they move by
-the prior term alone).
+the prior term alone). The pseudo-document step reads each document's tokens from a [D, L] table
+padded to the longest document (L): made for short texts; a corpus with a few very long documents
+pays D x L int32 there.
 """
 
 from __future__ import annotations
