@@ -19,7 +19,7 @@ from .errors import (  # noqa: E402
     ParameterError,
     UnknownWordsWarning,
 )
-from .estimators import LDA, FittedModel, SentenceLDA, TransformInfo, load  # noqa: E402
+from .estimators import LDA, PTM, FittedModel, SentenceLDA, TransformInfo, load  # noqa: E402
 
 __all__ = [
     "__version__",
@@ -31,6 +31,7 @@ __all__ = [
     "JaxTopicsError",
     "LDA",
     "ParameterError",
+    "PTM",
     "SentenceLDA",
     "TransformInfo",
     "UnknownWordsWarning",

@@ -29,10 +29,10 @@ from .corpus import Corpus, TextOptions, split_sentences
 from .errors import CorpusError, FormatError, ParameterError, UnknownWordsWarning
 from .fit import TracePoint, chain_keys, run_sweeps
 from .io import decode_strings, encode_strings, load_model_file, save_model_file
-from .models import lda, slda
+from .models import lda, ptm, slda
 from .validate import INT32_MAX, check_int, check_positive_int, check_seed, seed_key
 
-__all__ = ["LDA", "SentenceLDA", "FittedModel", "Option", "TransformInfo", "load", "MODELS"]
+__all__ = ["LDA", "PTM", "SentenceLDA", "FittedModel", "Option", "TransformInfo", "load", "MODELS"]
 
 #: model name -> estimator class (filled by ``_Estimator.__init_subclass__``), for load() and the CLI
 MODELS: dict[str, type["_Estimator"]] = {}
@@ -148,7 +148,7 @@ class FittedModel:
     def log_joint_per_token(self) -> float:
         """Collapsed log p(w, z) / N of the current state (tomotopy's ``ll_per_word``)."""
         if self._data is not None:
-            lj = self._module.log_joint(self._state, self._data, self.params)
+            lj = jax.jit(self._module.log_joint, static_argnums=2)(self._state, self._data, self.params)
             return float(lj) / self.num_tokens
         if self.trace and self.trace[-1].sweep == self.sweeps_done:    # evaluated at this state
             return self.trace[-1].log_joint_per_token
@@ -463,6 +463,32 @@ class SentenceLDA(_Estimator):
                  sampler: str = "parallel", *, num_blocks: int = 64, chunk_size: int = 8192):
         self.params = slda.check_params(slda.Params(
             num_topics=num_topics, alpha=_number(alpha, "alpha"), beta=_number(beta, "beta"),
+            sampler=sampler, num_blocks=num_blocks, chunk_size=chunk_size))
+
+
+class PTM(_Estimator):
+    """Pseudo-document topic model (Zuo et al. 2016) for short texts, by collapsed Gibbs sampling.
+
+    ``PTM(num_topics=K, num_pseudo_docs=P, alpha=0.1, beta=0.01, lam=0.1, sampler="parallel")``:
+    each short document joins one of P latent pseudo-documents whose topic mixture its tokens
+    share. Samplers: "parallel" (blocked: documents' pseudo-documents, then tokens' topics, each
+    block drawn at once; the fast default), "sequential" (exact collapsed Gibbs, document by
+    document). Fitted read-outs besides LDA's: ``pseudo_doc_topic`` [P, K], ``pseudo_labels`` [D];
+    ``doc_topic`` is each short document's. See ``jaxtopics.models.ptm``.
+    """
+
+    name = "ptm"
+    module = ptm
+    options = (Option("--num-topics", "num_topics", int, "K, the number of topics"),
+               Option("--num-pseudo-docs", "num_pseudo_docs", int,
+                      "P, the number of pseudo-documents (PTM)"),
+               Option("--lam", "lam", float, "Dirichlet over pseudo-documents (PTM, default 0.1)"))
+
+    def __init__(self, num_topics: int = 20, num_pseudo_docs: int = 100, alpha: float = 0.1,
+                 beta: float = 0.01, lam: float = 0.1, sampler: str = "parallel", *,
+                 num_blocks: int = 64, chunk_size: int = 8192):
+        self.params = ptm.check_params(ptm.Params(
+            num_topics=num_topics, num_pseudo_docs=num_pseudo_docs, alpha=alpha, beta=beta, lam=lam,
             sampler=sampler, num_blocks=num_blocks, chunk_size=chunk_size))
 
 

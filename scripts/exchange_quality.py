@@ -33,7 +33,8 @@ def main() -> None:
     ap.add_argument("--devices", type=int, default=4)
     args = ap.parse_args()
     corpus = load_shared("reuters")
-    print(f"| sync_every | exchanges/sweep | log joint/token @{args.sweeps} (chains) | mean | gap vs -7.841 | s/run |")
+    print(f"| sync_every | exchanges/sweep | log joint/token @{args.sweeps} (chains) | mean "
+          "| gap vs -7.841 | s/run |")
     print("|---|---|---|---|---|---|")
     for e in args.sync:
         finals, t0 = [], time.perf_counter()

@@ -38,6 +38,7 @@ from ..ops import (
     categorical,
     categorical_logits,
     chunked_map,
+    collapsed_topic_draw,
     count_table,
     dirichlet_multinomial_log_evidence,
     log_dirichlet,
@@ -306,19 +307,9 @@ def _sequential_sweep(key: Array, state: State, data: Data, params: Params) -> t
 def _dense_block_draw(u: Array, doc: Array, word: Array, old: Array, state: State,
                       params: Params, v: int, exclude_own: bool = True) -> Array:
     """Exact draw from (1) for a chunk of tokens against fixed counts (own token at `old`
-    excluded when `exclude_own`).
-
-    Written as (n_dk + alpha - [k=old]) (n_kw + beta - [k=old]) / (n_k + V beta - [k=old]) with
-    the two reciprocal rows 1/(n_k + V beta) and 1/(n_k - 1 + V beta) computed once per chunk:
-    no per-element division and no one-hot temporaries (25 % faster sweeps at K=50 on XLA:CPU).
-    """
-    a, b = params.alpha, params.beta
-    topic = state.topic.astype(jnp.float32) + v * b
-    own = (jnp.arange(params.num_topics)[None, :] == old[:, None]) & exclude_own
-    doc_factor = state.doc_topic[doc].astype(jnp.float32) + jnp.where(own, a - 1.0, a)
-    word_factor = state.word_topic[word].astype(jnp.float32) + jnp.where(own, b - 1.0, b)
-    inverse_topic = jnp.where(own, 1.0 / (topic - exclude_own), 1.0 / topic)
-    return categorical(u, doc_factor * word_factor * inverse_topic)
+    excluded when `exclude_own`); ``ops.collapsed_topic_draw`` with the document as the group."""
+    return collapsed_topic_draw(u, state.doc_topic[doc], state.word_topic[word], state.topic, old,
+                                params.alpha, params.beta, v, exclude_own)
 
 
 def _mh_block_draw(u: Array, pos: Array, doc: Array, word: Array, old: Array, state: State,

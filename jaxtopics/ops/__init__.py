@@ -1,8 +1,15 @@
 """Model-agnostic JAX primitives shared by every sampler (no model names in here)."""
 
-from .counts import count_table, move_counts, table_cells
+from .conditionals import collapsed_topic_draw
+from .counts import count_table, move_counts, move_rows, table_cells
 from .mh import mh_accept, propose_from_members
-from .polya import block_log_predictive, dirichlet_multinomial_log_evidence, log_rising_factorial
+from .polya import (
+    block_log_predictive,
+    dirichlet_multinomial_log_evidence,
+    log_rising_factorial,
+    repeat_ranks,
+    token_log_predictive,
+)
 from .sampling import categorical, categorical_logits, chunked_map, log_dirichlet, uniform_index
 from .schedule import grouped_counts, strided_blocks
 
@@ -11,6 +18,7 @@ __all__ = [
     "categorical",
     "categorical_logits",
     "chunked_map",
+    "collapsed_topic_draw",
     "count_table",
     "dirichlet_multinomial_log_evidence",
     "grouped_counts",
@@ -18,8 +26,11 @@ __all__ = [
     "log_rising_factorial",
     "mh_accept",
     "move_counts",
+    "move_rows",
     "propose_from_members",
+    "repeat_ranks",
     "strided_blocks",
     "table_cells",
+    "token_log_predictive",
     "uniform_index",
 ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jax import Array
 
-__all__ = ["count_table", "move_counts", "table_cells"]
+__all__ = ["count_table", "move_counts", "move_rows", "table_cells"]
 
 
 def count_table(shape: tuple[int, ...], *indices: Array, weights: Array | None = None) -> Array:
@@ -39,6 +39,15 @@ def move_counts(table: Array, rows: Array | None, old: Array, new: Array, weight
     if flat is None:
         return table.at[rows, cols].add(delta)
     return table.reshape(-1).at[flat].add(delta).reshape(table.shape)
+
+
+def move_rows(table: Array, old: Array, new: Array, amount: Array) -> Array:
+    """Move `amount` [C, ...] from row `old[c]` to row `new[c]` of `table`, for every c at once
+    (e.g. a document's topic counts changing pseudo-document / cluster). One scatter; rows with
+    ``old == new`` cancel exactly; out-of-range rows are dropped."""
+    rows = jnp.concatenate([old, new])
+    delta = jnp.concatenate([-amount, amount]).astype(table.dtype)
+    return table.at[rows].add(delta, mode="drop")
 
 
 def table_cells(table: Array, rows: Array, cols: Array) -> Array:

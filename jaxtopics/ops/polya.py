@@ -7,11 +7,13 @@ product of hundreds of factors underflows in float32; the log form does not.
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 from jax import Array
 from jax.scipy.special import gammaln
 
-__all__ = ["log_rising_factorial", "dirichlet_multinomial_log_evidence", "block_log_predictive"]
+__all__ = ["log_rising_factorial", "dirichlet_multinomial_log_evidence", "block_log_predictive",
+           "repeat_ranks", "token_log_predictive"]
 
 
 _STIRLING_FROM = 10.0
@@ -66,3 +68,46 @@ def block_log_predictive(rows: Array, counts: Array, totals: Array, length: Arra
     per_item = log_rising_factorial(rows, jnp.asarray(counts)[..., None]).sum(-2)
     total = jnp.asarray(totals).astype(jnp.float32) + total_smoothing
     return per_item - log_rising_factorial(total, jnp.asarray(length)[..., None])
+
+
+def repeat_ranks(items: Array, valid: Array, sentinel: int) -> tuple[Array, Array, Array]:
+    """The items of each block (last axis) sorted, with how often each sorted slot's item already
+    occurred in the block: the offsets j - 1 of the rising-factorial factors (x + j - 1).
+
+    items [..., T] int, valid [..., T] bool; `sentinel` exceeds every valid item (it marks the
+    padding, which sorts last). Returns ``(sorted_items, ranks, sorted_valid)``, each [..., T]:
+    valid slots first, padding items replaced by 0 (safe to gather with). O(T log T) per block:
+    the rank is the slot minus the first slot of its run (a binary search), no [T, T] array.
+    """
+    keyed = jnp.sort(jnp.where(valid, items, sentinel), axis=-1)
+    flat = keyed.reshape(-1, keyed.shape[-1])
+    first = jax.vmap(lambda row: jnp.searchsorted(row, row, side="left"))(flat).reshape(keyed.shape)
+    ranks = (jnp.arange(keyed.shape[-1], dtype=jnp.int32) - first).astype(jnp.int32)
+    sorted_valid = keyed != sentinel
+    return jnp.where(sorted_valid, keyed, 0).astype(jnp.int32), ranks, sorted_valid
+
+
+def token_log_predictive(rows: Array, ranks: Array, totals: Array, valid: Array,
+                         smoothing: float, total_smoothing: float) -> Array:
+    """``block_log_predictive`` written token by token: one log per token and group instead of
+    two lgammas per distinct item (30x cheaper on XLA:CPU; the short blocks of short-text models
+    rarely repeat an item, so the distinct-item form saves almost nothing):
+
+        sum_t log [(rows[t, k] + smoothing + ranks[t]) / (totals[k] + total_smoothing + t)]
+
+    over the valid tokens t = 0, 1, ... of the block. The n-th occurrence of an item (rank n-1)
+    supplies the factor (n_k + smoothing + n - 1) of its rising factorial, and the t-th token the
+    factor (n_k + total_smoothing + t) of the denominator's (seed 000 eq. 24, 36 with the
+    "+ j - 1" correction), so the sum equals the lgamma form exactly in real arithmetic and never
+    underflows (a 10,000-token block is a sum of 10,000 logs).
+
+    rows [..., T, K]: counts of each token's item in each group, the block excluded; ranks
+    [..., T]: earlier tokens of the block with the same item (``repeat_ranks``); totals [..., K]:
+    group totals, the block excluded; valid [..., T]: the block's tokens, valid slots first.
+    Returns [..., K] float32.
+    """
+    t = jnp.arange(rows.shape[-2], dtype=jnp.float32)[:, None]
+    offset = smoothing + jnp.asarray(ranks).astype(jnp.float32)
+    num = jnp.asarray(rows).astype(jnp.float32) + offset[..., None]
+    den = jnp.asarray(totals).astype(jnp.float32)[..., None, :] + (total_smoothing + t)
+    return jnp.sum(jnp.where(jnp.asarray(valid)[..., None], jnp.log(num / den), 0.0), axis=-2)

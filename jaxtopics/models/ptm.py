@@ -1,0 +1,474 @@
+"""PTM, the pseudo-document topic model (Zuo et al. 2016; seed 000 eq. 36 and DESIGN.md's PTM note).
+
+Each short document m belongs to one of P pseudo-documents, l_m ~ Mult(psi), psi ~ Dir(lam); its
+tokens draw topics from the pseudo-document's theta_l ~ Dir(alpha), words from phi_k ~ Dir(beta).
+Collapsed Gibbs over the pseudo-documents l and the topics z:
+
+    p(l_m = l | rest) ∝ (n_l,-m + lam) prod_k (N_l,-m^k + alpha)^(N_m^k) / (N_l,-m + K alpha)^(N_m)   (36)
+
+(x^(n) the rising factorial, "+ j - 1" in the product: seed 000 eq. 36; computed in log space,
+one log per token, by ``ops.token_log_predictive``), and for token i of word w in document m:
+
+    p(z_i = k | rest) ∝ (N_l^k,-i + alpha) (n_k^w,-i + beta) / (n_k,-i + V beta),  l = l_m     (T)
+
+(``ops.collapsed_topic_draw`` with the pseudo-document as the token's group). The collapsed joint
+is log p(l) + log p(z | l) + log p(w | z), three Dirichlet-multinomial evidences (``log_joint``).
+
+Kernels (``Params.sampler``):
+
+- ``"sequential"``: exact collapsed Gibbs in corpus order: for each document, its pseudo-document
+  from (36), then each of its tokens from (T).
+- ``"parallel"`` (default): blocked sweep in two phases. (A) documents dealt round-robin into
+  ``num_blocks`` blocks (``ops.strided_blocks``); the blocks are visited in turn and all documents
+  of a block draw their pseudo-documents at once from (36) against the counts at the block's start
+  (each document excluding itself), counts refreshed exactly between blocks. (B) tokens dealt the
+  same way into ``num_blocks`` blocks, each block drawn at once from (T), exactly as LDA's parallel
+  kernel. With one document and one token per block (``num_blocks >= max(D, N)``) it is exact
+  Gibbs (a systematic scan: every l, then every z).
+
+Counts are int32 tables: ``pseudo_topic`` [P, K] (N_l^k), ``pseudo_docs`` [P] (n_l),
+``doc_topic`` [D, K] (N_m^k: a document's row moves between pseudo-documents as a whole),
+``word_topic`` [V, K] (n_k^w) and ``topic`` [K] (n_k). PTM takes empty documents (they move by
+the prior term alone). The pseudo-document step reads each document's tokens from a [D, L] table
+padded to the longest document (L): made for short texts; a corpus with a few very long documents
+pays D x L int32 there.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import Array
+
+from ..corpus import Corpus
+from ..errors import ParameterError
+from ..ops import (
+    categorical,
+    categorical_logits,
+    chunked_map,
+    collapsed_topic_draw,
+    count_table,
+    dirichlet_multinomial_log_evidence,
+    move_counts,
+    move_rows,
+    repeat_ranks,
+    strided_blocks,
+    token_log_predictive,
+)
+
+__all__ = [
+    "Params", "State", "Data", "SweepInfo", "SAMPLERS",
+    "check_params", "prepare", "init", "state_from_assignments", "sweep", "log_joint",
+    "estimate", "fold_in", "assignments", "rebuild",
+]
+
+SAMPLERS = ("parallel", "sequential")
+
+# float32 must hold a concentration and its products with K, P, V without under/overflow
+_MIN_CONC, _MAX_CONC = 1e-30, 1e30
+
+
+class Params(NamedTuple):
+    """PTM hyper-parameters and kernel settings (hashable: a static argument under jit).
+
+    num_topics: K. num_pseudo_docs: P. alpha: symmetric pseudo-document-topic Dirichlet.
+    beta: symmetric topic-word Dirichlet. lam: symmetric Dirichlet over pseudo-documents.
+    sampler: "parallel" | "sequential". num_blocks: document blocks and token blocks per parallel
+    sweep (staleness ~1/num_blocks of the corpus). chunk_size: bounds the working arrays
+    (tokens x topics in the topic step, document tokens x pseudo-documents in (36)).
+    """
+
+    num_topics: int
+    num_pseudo_docs: int
+    alpha: float = 0.1
+    beta: float = 0.01
+    lam: float = 0.1
+    sampler: str = "parallel"
+    num_blocks: int = 64
+    chunk_size: int = 8192
+
+
+class Data(NamedTuple):
+    """Device layout of a corpus for PTM sweeps. Token arrays have one dummy slot at index N.
+
+    word, doc: [N+1] int32 per token (corpus order). doc_start, doc_len: [D] token slice of each
+    document. doc_tokens: [D, L] token positions of each document (L = longest document, N =
+    padding), doc_valid: [D, L]. doc_blocks, doc_block_valid: [B, Cd] documents of each parallel
+    block (D = padding). token_blocks, token_block_valid: [B, Ct] tokens of each parallel block.
+    word_freq: [V] corpus frequency of each word (its shape carries V).
+    """
+
+    word: Array
+    doc: Array
+    doc_start: Array
+    doc_len: Array
+    doc_tokens: Array
+    doc_valid: Array
+    doc_blocks: Array
+    doc_block_valid: Array
+    token_blocks: Array
+    token_block_valid: Array
+    word_freq: Array
+
+
+class State(NamedTuple):
+    """Chain state: z [N+1] int32 topic of each token (slot N a dummy, always 0), pseudo [D] int32
+    pseudo-document l_m of each document, and the int32 count tables pseudo_topic [P, K],
+    pseudo_docs [P], doc_topic [D, K], word_topic [V, K], topic [K], consistent with z and l."""
+
+    z: Array
+    pseudo: Array
+    pseudo_topic: Array
+    pseudo_docs: Array
+    doc_topic: Array
+    word_topic: Array
+    topic: Array
+
+
+class SweepInfo(NamedTuple):
+    """Per-sweep diagnostics: changed = pseudo-documents plus token topics that changed (int32)."""
+
+    changed: Array
+
+
+def _positive_int(value, name: str) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ParameterError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _concentration(value, name: str) -> float:
+    if isinstance(value, (bool, np.bool_)):
+        raise ParameterError(f"{name} must be a number, got {value!r}")
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{name} must be a number, got {value!r}") from None
+    if not np.isfinite(v) or v <= 0:
+        raise ParameterError(f"{name} must be a finite number > 0, got {value!r}")
+    if not _MIN_CONC <= v <= _MAX_CONC:
+        raise ParameterError(f"{name} must lie in [{_MIN_CONC:g}, {_MAX_CONC:g}] "
+                             f"(float32 range), got {value!r}")
+    return v
+
+
+def check_params(params: Params) -> Params:
+    """Validate (and normalise to int/float) the hyper-parameters; raises ParameterError naming
+    the bad field."""
+    if params.sampler not in SAMPLERS:
+        raise ParameterError(f"sampler must be one of {SAMPLERS}, got {params.sampler!r}")
+    return params._replace(
+        num_topics=_positive_int(params.num_topics, "num_topics"),
+        num_pseudo_docs=_positive_int(params.num_pseudo_docs, "num_pseudo_docs"),
+        alpha=_concentration(params.alpha, "alpha"), beta=_concentration(params.beta, "beta"),
+        lam=_concentration(params.lam, "lam"),
+        num_blocks=_positive_int(params.num_blocks, "num_blocks"),
+        chunk_size=_positive_int(params.chunk_size, "chunk_size"))
+
+
+def prepare(corpus: Corpus, params: Params) -> Data:
+    """Lay the corpus out for sweeps: per-token arrays, per-document token lists, blocks."""
+    n, d = corpus.num_tokens, corpus.num_docs
+    lengths = corpus.doc_lengths.astype(np.int64)
+    starts = corpus.doc_offsets[:-1].astype(np.int64)
+    width = max(int(lengths.max()), 1)
+    slot = np.arange(width)[None, :]
+    doc_valid = slot < lengths[:, None]
+    doc_tokens = np.where(doc_valid, starts[:, None] + slot, n).astype(np.int32)
+    doc_blocks, doc_block_valid = strided_blocks(d, params.num_blocks)
+    token_blocks, token_block_valid = strided_blocks(n, params.num_blocks)
+    return Data(
+        word=jnp.asarray(np.append(corpus.word_ids, 0).astype(np.int32)),
+        doc=jnp.asarray(np.append(corpus.doc_index, 0).astype(np.int32)),
+        doc_start=jnp.asarray(starts.astype(np.int32)), doc_len=jnp.asarray(lengths.astype(np.int32)),
+        doc_tokens=jnp.asarray(doc_tokens), doc_valid=jnp.asarray(doc_valid),
+        doc_blocks=jnp.asarray(doc_blocks), doc_block_valid=jnp.asarray(doc_block_valid),
+        token_blocks=jnp.asarray(token_blocks), token_block_valid=jnp.asarray(token_block_valid),
+        word_freq=jnp.asarray(corpus.word_counts().astype(np.int32)),
+    )
+
+
+def _sizes(data: Data) -> tuple[int, int, int]:
+    """(N tokens, D docs, V words), static."""
+    return data.word.shape[0] - 1, data.doc_start.shape[0], data.word_freq.shape[0]
+
+
+def state_from_assignments(z: Array, pseudo: Array, data: Data, params: Params) -> State:
+    """Build the count tables for given topics z [N] and pseudo-documents `pseudo` [D]."""
+    n, d, v = _sizes(data)
+    k, p = params.num_topics, params.num_pseudo_docs
+    z = jnp.asarray(z, jnp.int32)
+    pseudo = jnp.asarray(pseudo, jnp.int32)
+    doc = data.doc[:n]
+    return State(
+        z=jnp.append(z, 0).astype(jnp.int32), pseudo=pseudo,
+        pseudo_topic=count_table((p, k), pseudo[doc], z), pseudo_docs=count_table((p,), pseudo),
+        doc_topic=count_table((d, k), doc, z), word_topic=count_table((v, k), data.word[:n], z),
+        topic=count_table((k,), z))
+
+
+def init(key: Array, data: Data, params: Params) -> State:
+    """Uniform random topics and pseudo-documents."""
+    n, d, _ = _sizes(data)
+    kz, kl = jax.random.split(key)
+    return state_from_assignments(jax.random.randint(kz, (n,), 0, params.num_topics),
+                                  jax.random.randint(kl, (d,), 0, params.num_pseudo_docs), data, params)
+
+
+# --------------------------------------------------------------------------------------------
+# eq. (36): pseudo-document step
+
+
+def _pseudo_logits(topics: Array, valid: Array, own: Array, own_rows: Array,
+                   pseudo_topic: Array, pseudo_docs: Array, params: Params) -> Array:
+    """Log of (36) for C documents against fixed counts: [C, P].
+
+    topics, valid [C, L]: topics of each document's token slots. own [C]: the pseudo-document
+    whose counts hold the document (its own counts are then excluded there), or -1 when the
+    counts do not hold it (fold-in). own_rows [C, K]: the document's topic counts N_m^k.
+    """
+    k, p = params.num_topics, params.num_pseudo_docs
+    items, ranks, svalid = repeat_ranks(topics, valid, k)
+    totals = pseudo_topic.sum(1)                                               # N_l [P]
+    rows = jnp.moveaxis(pseudo_topic[:, items], 0, -1)                         # [C, L, P]
+    full = token_log_predictive(rows, ranks, totals[None, :], svalid, params.alpha, k * params.alpha)
+    # the document's own pseudo-document, with the document taken out of its counts
+    mine = jnp.maximum(own, 0)
+    own_tok = (jnp.take_along_axis(pseudo_topic[mine], items, 1)
+               - jnp.take_along_axis(own_rows, items, 1))                      # [C, L]
+    own_total = totals[mine] - own_rows.sum(1)
+    excluded = token_log_predictive(own_tok[..., None], ranks, own_total[:, None], svalid,
+                                    params.alpha, k * params.alpha)[:, 0]
+    is_own = jnp.arange(p)[None, :] == own[:, None]
+    likelihood = jnp.where(is_own, excluded[:, None], full)
+    prior = jnp.log(pseudo_docs[None, :].astype(jnp.float32) - is_own + params.lam)
+    return prior + likelihood
+
+
+def _draw_pseudo(u: Array, docs: Array, valid: Array, state: State, data: Data,
+                 params: Params) -> Array:
+    """Pseudo-documents of documents `docs` [C] drawn at once from (36) against `state`'s counts
+    (each document excluding itself). Padding documents (valid False) draw garbage."""
+    tok_valid = data.doc_valid[docs] & valid[:, None]
+    topics = state.z[data.doc_tokens[docs]]
+    logits = _pseudo_logits(topics, tok_valid, state.pseudo[docs], state.doc_topic[docs],
+                            state.pseudo_topic, state.pseudo_docs, params)
+    return categorical_logits(u, logits)
+
+
+def _move_docs(state: State, docs: Array, old: Array, new: Array, valid: Array) -> State:
+    """Documents `docs` change pseudo-document from `old` to `new` (padding: valid False)."""
+    w = valid.astype(jnp.int32)
+    return state._replace(
+        pseudo=state.pseudo.at[docs].set(jnp.where(valid, new, old), mode="drop"),
+        pseudo_topic=move_rows(state.pseudo_topic, old, new, state.doc_topic[docs] * w[:, None]),
+        pseudo_docs=move_rows(state.pseudo_docs, old, new, w))
+
+
+def _doc_chunk(data: Data, params: Params) -> int:
+    """Documents per chunk in (36): the working array is [chunk, L, P]."""
+    return max(1, params.chunk_size // data.doc_tokens.shape[1])
+
+
+# --------------------------------------------------------------------------------------------
+# (T): topic step
+
+
+def _draw_topics(u: Array, pos: Array, state: State, data: Data, params: Params, v: int) -> Array:
+    """Topics of tokens `pos` [C] drawn at once from (T) against `state`'s counts."""
+    group = state.pseudo[data.doc[pos]]
+    word = data.word[pos]
+    return collapsed_topic_draw(u, state.pseudo_topic[group], state.word_topic[word], state.topic,
+                                state.z[pos], params.alpha, params.beta, v)
+
+
+def _move_tokens(state: State, pos: Array, data: Data, old: Array, new: Array, valid: Array) -> State:
+    """Tokens `pos` change topic from `old` to `new` (padding slots: valid False)."""
+    w = valid.astype(jnp.int32)
+    doc, word = data.doc[pos], data.word[pos]
+    return state._replace(
+        z=state.z.at[pos].set(jnp.where(valid, new, 0)),
+        pseudo_topic=move_counts(state.pseudo_topic, state.pseudo[doc], old, new, w),
+        doc_topic=move_counts(state.doc_topic, doc, old, new, w),
+        word_topic=move_counts(state.word_topic, word, old, new, w),
+        topic=move_counts(state.topic, None, old, new, w))
+
+
+# --------------------------------------------------------------------------------------------
+# kernels
+
+
+def _sequential_sweep(key: Array, state: State, data: Data, params: Params) -> tuple[State, SweepInfo]:
+    n, d, v = _sizes(data)
+    kl, kz = jax.random.split(key)
+    ul, uz = jax.random.uniform(kl, (d,)), jax.random.uniform(kz, (n,))
+    one = jnp.ones((1,), bool)
+
+    def token(i, carry):
+        st, changed = carry
+        pos = i[None]
+        old = st.z[pos]
+        new = _draw_topics(uz[pos], pos, st, data, params, v)
+        return _move_tokens(st, pos, data, old, new, one), changed + (new[0] != old[0]).astype(jnp.int32)
+
+    def document(m, carry):
+        st, changed = carry
+        docs = m[None]
+        old = st.pseudo[docs]
+        new = _draw_pseudo(ul[docs], docs, one, st, data, params)
+        st = _move_docs(st, docs, old, new, one)
+        start = data.doc_start[m]
+        return jax.lax.fori_loop(start, start + data.doc_len[m], token,
+                                 (st, changed + (new[0] != old[0]).astype(jnp.int32)))
+
+    state, changed = jax.lax.fori_loop(0, d, document, (state, jnp.int32(0)))
+    return state, SweepInfo(changed)
+
+
+def _parallel_sweep(key: Array, state: State, data: Data, params: Params) -> tuple[State, SweepInfo]:
+    _, _, v = _sizes(data)
+    kl, kz = jax.random.split(key)
+    doc_chunk = _doc_chunk(data, params)
+
+    def doc_block(carry, xs):
+        st, changed = carry
+        docs, valid, u = xs
+        old = st.pseudo[docs]
+        new = chunked_map(lambda c: _draw_pseudo(*c, st, data, params), (u, docs, valid), doc_chunk)
+        st = _move_docs(st, docs, old, new, valid)
+        return (st, changed + jnp.sum(valid & (new != old), dtype=jnp.int32)), None
+
+    def token_block(carry, xs):
+        st, changed = carry
+        pos, valid, u = xs
+        old = st.z[pos]
+        new = chunked_map(lambda c: _draw_topics(*c, st, data, params, v), (u, pos), params.chunk_size)
+        st = _move_tokens(st, pos, data, old, new, valid)
+        return (st, changed + jnp.sum(valid & (new != old), dtype=jnp.int32)), None
+
+    carry = (state, jnp.int32(0))
+    carry, _ = jax.lax.scan(doc_block, carry, (data.doc_blocks, data.doc_block_valid,
+                                               jax.random.uniform(kl, data.doc_blocks.shape)))
+    carry, _ = jax.lax.scan(token_block, carry, (data.token_blocks, data.token_block_valid,
+                                                 jax.random.uniform(kz, data.token_blocks.shape)))
+    state, changed = carry
+    return state, SweepInfo(changed)
+
+
+_KERNELS = {"sequential": _sequential_sweep, "parallel": _parallel_sweep}
+
+
+def sweep(key: Array, state: State, data: Data, params: Params) -> tuple[State, SweepInfo]:
+    """One sweep of the kernel ``params.sampler``; pure and jit/vmap-able (params static)."""
+    return _KERNELS[params.sampler](key, state, data, params)
+
+
+# --------------------------------------------------------------------------------------------
+# read-outs
+
+
+def log_joint(state: State, data: Data, params: Params) -> Array:
+    """Collapsed log p(w, z, l) = log DirMult(n_. | lam) + sum_l log DirMult(N_l. | alpha)
+    + sum_k log DirMult(n_k. | beta)."""
+    return (dirichlet_multinomial_log_evidence(state.pseudo_docs[None, :], params.lam)
+            + dirichlet_multinomial_log_evidence(state.pseudo_topic, params.alpha)
+            + dirichlet_multinomial_log_evidence(state.word_topic.T, params.beta))
+
+
+def _theta(doc_rows: Array, pseudo_rows: Array, params: Params) -> Array:
+    """theta of documents with topic counts `doc_rows` in pseudo-documents with `pseudo_rows`."""
+    ka = params.num_topics * params.alpha
+    pseudo = (pseudo_rows + params.alpha) / (pseudo_rows.sum(-1, keepdims=True) + ka)
+    return (doc_rows + ka * pseudo) / (doc_rows.sum(-1, keepdims=True) + ka)
+
+
+def estimate(state: State, params: Params) -> dict[str, Array]:
+    """Point estimates.
+
+    pseudo_doc_topic [P, K]: theta_l = (N_l^k + alpha) / (N_l + K alpha) (seed 000).
+    theta [D, K] (``doc_topic``): a document's own topic shares shrunk toward its
+    pseudo-document's, (N_m^k + K alpha theta_lk) / (N_m + K alpha) with l = l_m: the posterior
+    mean of the document's topic proportions under a Dirichlet(K alpha theta_l) centred on its
+    pseudo-document (theta_l itself for an empty document, the document's own shares for a long
+    one). phi [K, V]: (n_k^w + beta) / (n_k + V beta). pseudo_labels [D]: l.
+    """
+    v = state.word_topic.shape[0]
+    phi = (state.word_topic.T + params.beta) / (state.topic[:, None] + v * params.beta)
+    ka = params.num_topics * params.alpha
+    pseudo = (state.pseudo_topic + params.alpha) / (state.pseudo_topic.sum(1, keepdims=True) + ka)
+    return {"theta": _theta(state.doc_topic, state.pseudo_topic[state.pseudo], params), "phi": phi,
+            "pseudo_doc_topic": pseudo, "pseudo_labels": state.pseudo}
+
+
+def rebuild(state: State, data: Data, params: Params) -> State:
+    """The state with its count tables recounted from z and l (after loading a file)."""
+    return state_from_assignments(state.z[:-1], state.pseudo, data, params)
+
+
+def assignments(state: State) -> Array:
+    """Topic of every token, aligned with ``corpus.word_ids`` ([N] int32)."""
+    return state.z[:-1]
+
+
+def fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps: int = 50) -> Array:
+    """theta [D_new, K] for unseen documents, the fitted counts held fixed.
+
+    Each sweep draws every new document's pseudo-document from (36) against the fitted counts
+    (the new documents are independent given them, so all at once), then the new tokens' topics
+    in blocks from p(z_i = k) ∝ (N_l^k + N_m^k,-i + alpha) phi_kw (the document joins its
+    pseudo-document). theta as in ``estimate``, averaged over the second half of the sweeps.
+    """
+    n, d, v = _sizes(new_data)
+    k = params.num_topics
+    if num_sweeps < 1:
+        raise ParameterError(f"fold_in: num_sweeps must be >= 1, got {num_sweeps}")
+    if v > state.word_topic.shape[0]:
+        raise ParameterError("fold_in: new documents use word ids outside the fitted vocabulary")
+    phi_vk = estimate(state, params)["phi"].T                               # [V, K]
+    k0z, k0l = jax.random.split(jax.random.fold_in(key, 0))
+    z0 = jnp.append(jax.random.randint(k0z, (n,), 0, k), 0)
+    l0 = jax.random.randint(k0l, (d,), 0, params.num_pseudo_docs)
+    ndk = count_table((d, k), new_data.doc[:n], z0[:n])
+    no_own = jnp.full((d,), -1, jnp.int32)
+    doc_chunk = _doc_chunk(new_data, params)
+
+    def one_sweep(carry, t):
+        z, labels, ndk, acc = carry
+        kl, kz = jax.random.split(jax.random.fold_in(key, t + 1))
+
+        def pseudo(c):
+            u, docs, own = c
+            logits = _pseudo_logits(z[new_data.doc_tokens[docs]], new_data.doc_valid[docs], own,
+                                    ndk[docs], state.pseudo_topic, state.pseudo_docs, params)
+            return categorical_logits(u, logits)
+
+        labels = chunked_map(pseudo, (jax.random.uniform(kl, (d,)), jnp.arange(d), no_own), doc_chunk)
+
+        def block(inner, xs):
+            z, ndk = inner
+            pos, valid, b = xs
+            doc, word, old = new_data.doc[pos], new_data.word[pos], z[pos]
+            u = jax.random.uniform(jax.random.fold_in(kz, b), pos.shape)
+
+            def draw(c):
+                uc, dc, wc, oc = c
+                own = jax.nn.one_hot(oc, k, dtype=jnp.int32)
+                rows = state.pseudo_topic[labels[dc]] + ndk[dc] - own
+                return categorical(uc, (rows + params.alpha) * phi_vk[wc])
+
+            new = chunked_map(draw, (u, doc, word, old), params.chunk_size)
+            z = z.at[pos].set(jnp.where(valid, new, 0))
+            return (z, move_counts(ndk, doc, old, new, valid.astype(jnp.int32))), None
+
+        (z, ndk), _ = jax.lax.scan(block, (z, ndk), (new_data.token_blocks, new_data.token_block_valid,
+                                                      jnp.arange(new_data.token_blocks.shape[0])))
+        keep = (t >= num_sweeps // 2).astype(jnp.float32)
+        theta = _theta(ndk, state.pseudo_topic[labels] + ndk, params)
+        return (z, labels, ndk, acc + keep * theta), None
+
+    (_, _, _, acc), _ = jax.lax.scan(one_sweep, (z0, l0, ndk, jnp.zeros((d, k), jnp.float32)),
+                                     jnp.arange(num_sweeps))
+    return acc / (num_sweeps - num_sweeps // 2)
