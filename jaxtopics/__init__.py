@@ -18,12 +18,15 @@ from .errors import (  # noqa: E402
     JaxTopicsError,
     ParameterError,
 )
-from .estimators import LDA, FittedModel, load  # noqa: E402
+from . import metrics  # noqa: E402
+from .estimators import DMM, DPMM, LDA, FittedModel, load  # noqa: E402
 
 __all__ = [
     "__version__",
     "Corpus",
     "CorpusError",
+    "DMM",
+    "DPMM",
     "EmptyDocumentError",
     "FittedModel",
     "FormatError",
@@ -31,4 +34,5 @@ __all__ = [
     "LDA",
     "ParameterError",
     "load",
+    "metrics",
 ]
