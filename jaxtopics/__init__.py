@@ -19,12 +19,15 @@ from .errors import (  # noqa: E402
     ParameterError,
     UnknownWordsWarning,
 )
-from .estimators import LDA, PTM, FittedModel, SentenceLDA, TransformInfo, load  # noqa: E402
+from . import metrics  # noqa: E402
+from .estimators import DMM, DPMM, LDA, PTM, FittedModel, SentenceLDA, TransformInfo, load  # noqa: E402
 
 __all__ = [
     "__version__",
     "Corpus",
     "CorpusError",
+    "DMM",
+    "DPMM",
     "EmptyDocumentError",
     "FittedModel",
     "FormatError",
@@ -36,4 +39,5 @@ __all__ = [
     "TransformInfo",
     "UnknownWordsWarning",
     "load",
+    "metrics",
 ]

@@ -1,7 +1,8 @@
 """Data sets: synthetic corpora with ground truth, an embedded real corpus, shared-data loaders.
 
 * :func:`synthetic_lda` draws a corpus from the LDA generative process and returns the planted
-  theta, phi and per-token topics (for recovery tests and benchmarks at any size).
+  theta, phi and per-token topics (for recovery tests and benchmarks at any size);
+  :func:`synthetic_dmm` draws short texts with one planted cluster per document.
 * :func:`stdlib_corpus` / :func:`demo_corpus` build a real corpus that needs no download: the
   docstrings of Python's standard library plus the ``pydoc`` help topics.
 * :func:`load_shared` reads the project's real corpora in ``../shared/data``.
@@ -33,6 +34,7 @@ from .io import decode_strings, encode_strings
 __all__ = [
     "SyntheticCorpus",
     "synthetic_lda",
+    "synthetic_dmm",
     "stdlib_corpus",
     "demo_corpus",
     "load_shared",
@@ -103,6 +105,24 @@ def _check_positive(name: str, value: float, *, integer: bool = False) -> None:
         raise ParameterError(f"{name} must be {kind}, got {value!r}")
 
 
+def _zipf_topics(rng: np.random.Generator, K: int, V: int, beta: float, zipf_exponent: float,
+                 rank_noise: float) -> np.ndarray:
+    """phi [K, V]: one Dirichlet draw per topic over its own (noisy Zipf) ranking (see
+    :func:`synthetic_lda`)."""
+    zipf = _zipf_weights(V, zipf_exponent)
+    log_base_rank = np.log(np.arange(1, V + 1, dtype=np.float64))
+    phi = np.empty((K, V), dtype=np.float64)
+    conc = np.empty(V, dtype=np.float64)
+    for k in range(K):
+        if rank_noise > 0 and zipf_exponent > 0:
+            order = np.argsort(log_base_rank + rank_noise * rng.standard_normal(V))
+            conc[order] = zipf
+        else:
+            conc[:] = zipf
+        phi[k] = _dirichlet(rng, (V * beta) * conc, (V,))
+    return phi
+
+
 def synthetic_lda(
     num_docs: int = 1000,
     num_words: int = 5000,
@@ -154,18 +174,7 @@ def synthetic_lda(
         raise ParameterError("num_docs, num_topics and num_words must fit in int32")
     rng = np.random.default_rng(seed)
 
-    # Topics: one Dirichlet draw per topic over its own (noisy Zipf) ranking.
-    zipf = _zipf_weights(V, zipf_exponent)
-    log_base_rank = np.log(np.arange(1, V + 1, dtype=np.float64))
-    phi = np.empty((K, V), dtype=np.float64)
-    conc = np.empty(V, dtype=np.float64)
-    for k in range(K):
-        if rank_noise > 0 and zipf_exponent > 0:
-            order = np.argsort(log_base_rank + rank_noise * rng.standard_normal(V))
-            conc[order] = zipf
-        else:
-            conc[:] = zipf
-        phi[k] = _dirichlet(rng, (V * beta) * conc, (V,))
+    phi = _zipf_topics(rng, K, V, beta, zipf_exponent, rank_noise)
 
     # Documents: lengths, theta and per-token topics, a block of documents at a time.
     lengths = np.maximum(rng.poisson(mean_doc_length, size=D), 1).astype(np.int64)
@@ -217,6 +226,71 @@ def synthetic_lda(
     width = max(5, len(str(V - 1)))
     vocab = tuple(f"w{v:0{width}d}" for v in range(V))
     corpus = Corpus.from_arrays(word_ids, doc_offsets, vocab)
+    return SyntheticCorpus(corpus=corpus, theta=theta, phi=phi, assignments=z)
+
+
+def synthetic_dmm(
+    num_docs: int = 1000,
+    num_words: int = 2000,
+    num_clusters: int = 15,
+    mean_doc_length: float = 12,
+    cluster_alpha: float = 20.0,
+    beta: float = 0.01,
+    zipf_exponent: float = 1.0,
+    seed: int = 0,
+    *,
+    rank_noise: float = 4.0,
+) -> SyntheticCorpus:
+    """Draw short texts from the Dirichlet multinomial mixture (one cluster per document), with
+    the truth: the generative process of DMM / GSDMM (seed 000, "Dirichlet Multinomial Mixture").
+
+    * cluster weights ``pi ~ Dir(cluster_alpha * 1_K)`` (large values: balanced clusters);
+    * ``phi_k`` as in :func:`synthetic_lda` (a Dirichlet over each cluster's own noisy Zipf
+      ranking of the vocabulary, total concentration ``V * beta``); the default
+      ``rank_noise=4`` gives well-separated clusters (max cosine between clusters ~0.1 with
+      the defaults; at 2.0 similar clusters share head words, ~0.3, and 12-word documents
+      often cannot tell them apart);
+    * each document: length ``max(1, Poisson(mean_doc_length))``, cluster ``c ~ Cat(pi)``, every
+      word ``w ~ Cat(phi_c)``.
+
+    Returns a :class:`SyntheticCorpus` whose ``corpus.labels`` are the planted clusters,
+    ``theta`` [D, K] their one-hot rows, ``phi`` [K, V] and ``assignments`` [N] the cluster of
+    every token (its document's).
+    """
+    _check_positive("num_docs", num_docs, integer=True)
+    _check_positive("num_words", num_words, integer=True)
+    _check_positive("num_clusters", num_clusters, integer=True)
+    _check_positive("mean_doc_length", mean_doc_length)
+    _check_positive("cluster_alpha", cluster_alpha)
+    _check_positive("beta", beta)
+    if not (np.isfinite(zipf_exponent) and zipf_exponent >= 0):
+        raise ParameterError(f"zipf_exponent must be finite and >= 0, got {zipf_exponent!r}")
+    if not (np.isfinite(rank_noise) and rank_noise >= 0):
+        raise ParameterError(f"rank_noise must be finite and >= 0, got {rank_noise!r}")
+    D, V, K = int(num_docs), int(num_words), int(num_clusters)
+    if K > np.iinfo(np.int32).max or V > np.iinfo(np.int32).max:
+        raise ParameterError("num_clusters and num_words must fit in int32")
+    rng = np.random.default_rng(seed)
+    phi = _zipf_topics(rng, K, V, beta, zipf_exponent, rank_noise)
+    pi = _dirichlet(rng, float(cluster_alpha), (K,))
+    labels = np.minimum(np.searchsorted(np.cumsum(pi), rng.random(D) * pi.sum(), side="right"),
+                        K - 1).astype(np.int32)
+    lengths = np.maximum(rng.poisson(mean_doc_length, size=D), 1).astype(np.int64)
+    doc_offsets = np.zeros(D + 1, dtype=np.int64)
+    np.cumsum(lengths, out=doc_offsets[1:])
+    z = np.repeat(labels, lengths)
+    word_ids = np.empty(z.shape[0], dtype=np.int32)
+    for k in range(K):
+        at = np.flatnonzero(z == k)
+        if at.size:
+            cdf = np.cumsum(phi[k])
+            word_ids[at] = np.minimum(np.searchsorted(cdf, rng.random(at.size) * cdf[-1],
+                                                      side="right"), V - 1)
+    width = max(5, len(str(V - 1)))
+    vocab = tuple(f"w{v:0{width}d}" for v in range(V))
+    corpus = Corpus.from_arrays(word_ids, doc_offsets, vocab, labels=labels)
+    theta = np.zeros((D, K))
+    theta[np.arange(D), labels] = 1.0
     return SyntheticCorpus(corpus=corpus, theta=theta, phi=phi, assignments=z)
 
 

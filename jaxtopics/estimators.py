@@ -29,10 +29,11 @@ from .corpus import Corpus, TextOptions, split_sentences
 from .errors import CorpusError, FormatError, ParameterError, UnknownWordsWarning
 from .fit import TracePoint, chain_keys, run_sweeps
 from .io import decode_strings, encode_strings, load_model_file, save_model_file
-from .models import lda, ptm, slda
+from .models import dmm, dpmm, lda, ptm, slda
 from .validate import INT32_MAX, check_int, check_positive_int, check_seed, seed_key
 
-__all__ = ["LDA", "PTM", "SentenceLDA", "FittedModel", "Option", "TransformInfo", "load", "MODELS"]
+__all__ = ["LDA", "DMM", "DPMM", "PTM", "SentenceLDA", "FittedModel", "Option", "TransformInfo",
+           "load", "MODELS"]
 
 #: model name -> estimator class (filled by ``_Estimator.__init_subclass__``), for load() and the CLI
 MODELS: dict[str, type["_Estimator"]] = {}
@@ -124,7 +125,8 @@ class FittedModel:
             raise AttributeError(name)
         values = self._estimates()
         if name in values and name not in ("theta", "phi"):
-            return values[name]
+            value = values[name]
+            return value.item() if value.ndim == 0 else value    # a count reads as a number
         raise AttributeError(f"{type(self).__name__} of model {self.model!r} has no attribute {name!r}")
 
     def __dir__(self):
@@ -747,3 +749,65 @@ def _trace_from_arrays(arrays: dict, sweeps_done: int, path: Any) -> list[TraceP
         raise FormatError(f"array 'trace': sweep numbers must be integers rising within "
                           f"1..{sweeps_done} (sweeps_done)", path=str(path))
     return [TracePoint(int(r[0]), float(r[1]), float(r[2]), float(r[3])) for r in tr]
+
+
+class DMM(_Estimator):
+    """Dirichlet multinomial mixture for short texts, by collapsed Gibbs sampling (GSDMM).
+
+    ``DMM(num_clusters=300, alpha=0.1, beta=0.1, sampler="parallel")``: every document belongs
+    to one of at most K clusters (GSDMM leaves the unneeded ones empty). Samplers: "parallel"
+    (blocks of documents drawn at once against the counts at the block's start, the default)
+    and "sequential" (exact collapsed Gibbs, one document at a time). Fitted read-outs:
+    ``labels`` [D], ``cluster_sizes`` [K], ``num_active_clusters``, ``cluster_weights`` [K],
+    ``topic_word`` (phi [K, V]) and ``doc_topic`` (p(cluster | document) [D, K]).
+    See ``jaxtopics.models.dmm`` for the equations.
+    """
+
+    name = "dmm"
+    module = dmm
+    options = (Option("--num-clusters", "num_clusters", int, "K, the largest number of clusters "
+                      "(DMM)"),
+               Option("--num-blocks", "num_blocks", int, "blocks of documents per parallel "
+                      "sweep (DMM, DPMM)"))
+
+    def __init__(self, num_clusters: int = 300, alpha: float = 0.1, beta: float = 0.1,
+                 sampler: str = "parallel", *, num_blocks: int = 64, chunk_size: int = 8192):
+        self.params = dmm.check_params(dmm.Params(
+            num_clusters=num_clusters, alpha=_concentration(alpha, "alpha"),
+            beta=_concentration(beta, "beta"), sampler=sampler, num_blocks=num_blocks,
+            chunk_size=chunk_size))
+
+
+class DPMM(_Estimator):
+    """Dirichlet process multinomial mixture for short texts, by collapsed Gibbs (GSDPMM).
+
+    ``DPMM(alpha=1.0, beta=0.02, sampler="parallel")``: the number of clusters is inferred
+    (alpha, the Dirichlet process concentration, is the weight of a new cluster; Yin & Wang use
+    0.1 x the number of documents). Cluster slots grow on demand (``capacity`` is only the
+    starting size). Read-outs cover the active clusters only, relabelled 0..C-1 by decreasing
+    size: ``labels`` [D], ``cluster_sizes`` [C], ``num_active_clusters``, ``cluster_weights``,
+    ``topic_word`` [C, V], ``doc_topic`` [D, C]. See ``jaxtopics.models.dpmm``.
+    """
+
+    name = "dpmm"
+    module = dpmm
+    options = (Option("--capacity", "capacity", int, "starting number of cluster slots, grown "
+                      "when full (DPMM)"),
+               Option("--num-blocks", "num_blocks", int, "blocks of documents per parallel "
+                      "sweep (DMM, DPMM)"))
+
+    def __init__(self, alpha: float = 1.0, beta: float = 0.02, sampler: str = "parallel", *,
+                 num_blocks: int = 64, capacity: int = 64, init: str = "incremental",
+                 init_clusters: int = 1, chunk_size: int = 8192):
+        self.params = dpmm.check_params(dpmm.Params(
+            alpha=_concentration(alpha, "alpha"), beta=_concentration(beta, "beta"),
+            sampler=sampler, num_blocks=num_blocks, capacity=capacity, init=init,
+            init_clusters=init_clusters, chunk_size=chunk_size))
+
+
+def _concentration(x: Any, name: str) -> float:
+    """A Dirichlet concentration as a float; bools and non-numbers are refused by name (the
+    module's check_params refuses non-finite, <= 0 and float32-unrepresentable values)."""
+    if isinstance(x, (bool, np.bool_)):
+        raise ParameterError(f"{name} must be a number, got {x!r}")
+    return _number(x, name)

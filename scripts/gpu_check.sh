@@ -14,6 +14,10 @@
 #   GPU_CHECK_TOMOTOPY=1 also time tomotopy (CPU) in the benchmark (slow at 100M tokens)
 #   TEST_TIMEOUT, BENCH_TIMEOUT, CHILD_TIMEOUT   seconds (defaults 300, 270, 150: < 10 min in all)
 #   BENCH_ARGS           replaces the benchmark size arguments
+#   GPU_CHECK_DATA       folder holding gsdmm/News-T.jsonl for the short-text benchmark (default
+#                        ../shared/data, which does not travel to a device machine: copy it into
+#                        an ignored, carried folder of the checkout and point here)
+#   SHORT_TIMEOUT        seconds for the short-text benchmark (default 150)
 # Exit status: 0 if every stage passed, else 1 (all stages run regardless).
 
 set -u -o pipefail
@@ -143,6 +147,27 @@ else
     # shellcheck disable=SC2086  # BENCH and TOMO_FLAG are word lists on purpose
     run_stage bench_lda timeout -k 10 "$BENCH_TIMEOUT" "$PY" scripts/bench_lda.py $BENCH \
         $TOMO_FLAG --child-timeout "$CHILD_TIMEOUT" "${JSON_FLAG[@]}"
+fi
+
+# ---- 5. short-text clustering: DMM / DPMM, parallel vs sequential ---------------------------
+SHORT_DATA=${GPU_CHECK_DATA:-$REPO/../shared/data}
+SHORT_TIMEOUT=${SHORT_TIMEOUT:-150}
+if [ "$SMALL" = "1" ]; then
+    SHORT_ARGS=(--dataset tweet --warmup 1 --sweeps 2)
+else
+    SHORT_ARGS=(--dataset news-t --warmup 5 --sweeps 20)
+fi
+SHORT_JSON=()
+if [ -n "$LOG_DIR" ]; then
+    SHORT_JSON=(--json "$LOG_DIR/bench_short_text.json")
+fi
+if [ -f "$SHORT_DATA/gsdmm/News-T.jsonl" ]; then
+    run_stage bench_short_text timeout -k 10 "$SHORT_TIMEOUT" "$PY" scripts/bench_short_text.py \
+        "${SHORT_ARGS[@]}" --data "$SHORT_DATA" "${SHORT_JSON[@]}"
+else
+    header "bench_short_text: SKIPPED"
+    echo "!! no $SHORT_DATA/gsdmm/News-T.jsonl (set GPU_CHECK_DATA)"
+    SUMMARY+=("bench_short_text: skipped, no data")
 fi
 
 # ---- summary --------------------------------------------------------------------------------

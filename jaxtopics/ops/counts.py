@@ -21,8 +21,12 @@ def count_table(shape: tuple[int, ...], *indices: Array, weights: Array | None =
     return jnp.zeros(shape, jnp.int32).at[indices].add(ones)
 
 
-def move_counts(table: Array, rows: Array | None, old: Array, new: Array, weight: Array) -> Array:
+def move_counts(table: Array, rows: Array | None, old: Array, new: Array, weight: Array,
+                removed: Array | None = None) -> Array:
     """Move `weight` units of count from column `old` to column `new` in row `rows` of `table`.
+
+    `removed` (default `weight`): the units taken from `old`, when they differ from those added
+    to `new` (e.g. 0 for an item that joins a column without leaving one).
 
     ``rows=None`` updates a 1-d table (topic totals). The removal and the addition go in ONE
     scatter: two chained scatters on a loop-carried buffer make XLA copy the whole table each
@@ -31,7 +35,7 @@ def move_counts(table: Array, rows: Array | None, old: Array, new: Array, weight
     Moves with ``old == new`` cancel exactly.
     """
     cols = jnp.concatenate([old, new])
-    delta = jnp.concatenate([-weight, weight]).astype(table.dtype)
+    delta = jnp.concatenate([-(weight if removed is None else removed), weight]).astype(table.dtype)
     if rows is None:
         return table.at[cols].add(delta)
     rows = jnp.concatenate([rows, rows])

@@ -52,7 +52,8 @@ def dirichlet_multinomial_log_evidence(counts: Array, concentration: float | Arr
 
 
 def block_log_predictive(rows: Array, counts: Array, totals: Array, length: Array,
-                         smoothing: float, total_smoothing: float) -> Array:
+                         smoothing: float, total_smoothing: float,
+                         max_count: int | None = None) -> Array:
     """log p(block | group k) for every group k: the collapsed Polya predictive of a block of
     tokens that all join one group (a document in DMM/DPMM, a sentence in Sentence-LDA, a
     pseudo-document's tokens in PTM; seed 000 eq. 10, 24, 29, with the "+ j - 1" correction):
@@ -63,9 +64,19 @@ def block_log_predictive(rows: Array, counts: Array, totals: Array, length: Arra
     counts [..., M]: multiplicity of each distinct item in the block (0 on padding slots);
     totals [..., K]: group totals, the block excluded; length [...]: tokens in the block.
     Returns [..., K] float32, in log space (a 10,000-token block does not underflow).
+
+    `max_count` (static, optional): an upper bound on `counts`. When it is at most
+    ``PRODUCT_MAX_COUNT`` the item term is computed as the log of the product
+    (x)(x+1)...(x+c-1) itself, in groups of 4 factors (each group < 2^31 ^ 4, no overflow in
+    float32), instead of two lgammas and a Stirling series per cell: exact to float32 rounding
+    and several times cheaper for short texts, where most multiplicities are 1.
     """
     rows = jnp.asarray(rows).astype(jnp.float32) + smoothing
-    per_item = log_rising_factorial(rows, jnp.asarray(counts)[..., None]).sum(-2)
+    counts = jnp.asarray(counts)
+    if max_count is not None and max_count <= PRODUCT_MAX_COUNT:
+        per_item = _log_rising_by_products(rows, counts[..., None], int(max_count)).sum(-2)
+    else:
+        per_item = log_rising_factorial(rows, counts[..., None]).sum(-2)
     total = jnp.asarray(totals).astype(jnp.float32) + total_smoothing
     return per_item - log_rising_factorial(total, jnp.asarray(length)[..., None])
 
@@ -111,3 +122,24 @@ def token_log_predictive(rows: Array, ranks: Array, totals: Array, valid: Array,
     num = jnp.asarray(rows).astype(jnp.float32) + offset[..., None]
     den = jnp.asarray(totals).astype(jnp.float32)[..., None, :] + (total_smoothing + t)
     return jnp.sum(jnp.where(jnp.asarray(valid)[..., None], jnp.log(num / den), 0.0), axis=-2)
+
+
+#: the largest `max_count` for which ``block_log_predictive`` multiplies the factors out
+PRODUCT_MAX_COUNT = 16
+
+
+def _log_rising_by_products(x: Array, n: Array, max_count: int) -> Array:
+    """log x^(n) for 0 <= n <= max_count as a sum of logs of products of up to 4 factors
+    x + j (factors with j >= n are 1): one log per 4 factors, no lgamma. x > 0."""
+    n = n.astype(jnp.int32)
+    out = None
+    for start in range(0, max(max_count, 1), 4):
+        prod = None
+        for j in range(start, min(start + 4, max_count)):
+            factor = jnp.where(j < n, x + j, 1.0)
+            prod = factor if prod is None else prod * factor
+        if prod is None:
+            break
+        term = jnp.log(prod)
+        out = term if out is None else out + term
+    return jnp.zeros(jnp.broadcast_shapes(x.shape, n.shape), jnp.float32) if out is None else out

@@ -1,0 +1,162 @@
+"""Clustering scores of a labelling against gold labels (host-side numpy; ``jt.metrics``).
+
+Each function takes two label sequences of the same length (ints, strings: any values
+``numpy.unique`` orders) and returns a float. Definitions and limit cases follow scikit-learn
+(natural logs; the tests check agreement with it), so numbers are comparable with the papers
+that use it (e.g. GSDMM's NMI):
+
+- ``nmi``: normalised mutual information I(T; P) / mean(H(T), H(P)) (``average_method``:
+  "arithmetic" (default, = V-measure), "geometric", "min" or "max"); 1 when both labellings
+  have one cluster.
+- ``ari``: adjusted Rand index (Hubert & Arabie 1985) from the pair-confusion counts.
+- ``purity``: the share of items in the majority gold class of their predicted cluster.
+- ``homogeneity``: I(T; P) / H(T) (each cluster holds one class); ``completeness``:
+  I(T; P) / H(P) (each class lies in one cluster); ``v_measure``: their weighted harmonic mean.
+
+``clustering_scores`` returns all of them in one dict.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .errors import ParameterError
+
+__all__ = [
+    "nmi", "ari", "purity", "homogeneity", "completeness", "v_measure", "clustering_scores",
+    "contingency", "normalized_mutual_info", "adjusted_rand_index",
+    "normalized_mutual_info_score", "adjusted_rand_score", "homogeneity_score",
+    "completeness_score", "v_measure_score", "purity_score",
+]
+
+_AVERAGES = ("arithmetic", "geometric", "min", "max")
+
+
+def _labels(labels_true: Any, labels_pred: Any) -> tuple[np.ndarray, np.ndarray]:
+    t = np.asarray(labels_true)
+    p = np.asarray(labels_pred)
+    for name, a in (("labels_true", t), ("labels_pred", p)):
+        if a.ndim != 1:
+            raise ParameterError(f"{name} must be one-dimensional, got shape {a.shape}")
+    if t.shape[0] != p.shape[0]:
+        raise ParameterError(f"labels_true has {t.shape[0]} items, labels_pred {p.shape[0]}")
+    return t, p
+
+
+def contingency(labels_true: Any, labels_pred: Any) -> np.ndarray:
+    """Dense int64 [classes, clusters] table: n_ij = items of class i in cluster j (classes and
+    clusters in ``numpy.unique`` order)."""
+    t, p = _labels(labels_true, labels_pred)
+    _, ti = np.unique(t, return_inverse=True)
+    _, pi = np.unique(p, return_inverse=True)
+    table = np.zeros((ti.max(initial=-1) + 1, pi.max(initial=-1) + 1), np.int64)
+    np.add.at(table, (ti.ravel(), pi.ravel()), 1)
+    return table
+
+
+def _entropy(sizes: np.ndarray) -> float:
+    sizes = sizes[sizes > 0].astype(np.float64)
+    if sizes.size <= 1:
+        return 0.0
+    total = sizes.sum()
+    return float(-np.sum(sizes / total * (np.log(sizes) - np.log(total))))
+
+
+def _mutual_info(table: np.ndarray) -> float:
+    rows, cols = np.nonzero(table)
+    if rows.size == 0:
+        return 0.0
+    n = table[rows, cols].astype(np.float64)
+    total = n.sum()
+    a = table.sum(1).astype(np.float64)[rows]
+    b = table.sum(0).astype(np.float64)[cols]
+    mi = n / total * (np.log(n) + np.log(total) - np.log(a) - np.log(b))
+    mi = np.where(np.abs(mi) < np.finfo(np.float64).eps, 0.0, mi)
+    return float(max(mi.sum(), 0.0))
+
+
+def nmi(labels_true: Any, labels_pred: Any, average_method: str = "arithmetic") -> float:
+    """Normalised mutual information; `average_method` normalises by the arithmetic (default),
+    geometric mean, min or max of the two entropies."""
+    if average_method not in _AVERAGES:
+        raise ParameterError(f"average_method must be one of {_AVERAGES}, got {average_method!r}")
+    table = contingency(labels_true, labels_pred)
+    if table.shape[0] == table.shape[1] <= 1:
+        return 1.0                       # neither labelling splits the data: a perfect match
+    mi = _mutual_info(table)
+    if mi == 0.0:
+        return 0.0
+    h_t, h_p = _entropy(table.sum(1)), _entropy(table.sum(0))
+    norm = {"arithmetic": (h_t + h_p) / 2, "geometric": np.sqrt(h_t * h_p),
+            "min": min(h_t, h_p), "max": max(h_t, h_p)}[average_method]
+    return float(mi / max(norm, np.finfo(np.float64).eps))
+
+
+def ari(labels_true: Any, labels_pred: Any) -> float:
+    """Adjusted Rand index: 1 for identical partitions, ~0 for independent ones (can be < 0)."""
+    table = contingency(labels_true, labels_pred)
+    n = int(table.sum())
+    sum_squares = int((table.astype(object) ** 2).sum())
+    a = table.sum(1).astype(object)
+    b = table.sum(0).astype(object)
+    tp = sum_squares - n
+    fp = int((table.astype(object) @ b).sum()) - sum_squares
+    fn = int((table.T.astype(object) @ a).sum()) - sum_squares
+    tn = n * n - fp - fn - sum_squares
+    if fn == 0 and fp == 0:
+        return 1.0
+    return float(2.0 * (tp * tn - fn * fp) / ((tp + fn) * (fn + tn) + (tp + fp) * (fp + tn)))
+
+
+def purity(labels_true: Any, labels_pred: Any) -> float:
+    """sum over predicted clusters of their largest gold class, over the number of items
+    (1 for an empty input)."""
+    table = contingency(labels_true, labels_pred)
+    n = table.sum()
+    return 1.0 if n == 0 else float(table.max(0).sum() / n)
+
+
+def _homogeneity_completeness(labels_true: Any, labels_pred: Any) -> tuple[float, float]:
+    table = contingency(labels_true, labels_pred)
+    if table.sum() == 0:
+        return 1.0, 1.0
+    mi = _mutual_info(table)
+    h_t, h_p = _entropy(table.sum(1)), _entropy(table.sum(0))
+    return (mi / h_t if h_t else 1.0), (mi / h_p if h_p else 1.0)
+
+
+def homogeneity(labels_true: Any, labels_pred: Any) -> float:
+    """I(T; P) / H(T): 1 when every predicted cluster holds members of one gold class only."""
+    return float(_homogeneity_completeness(labels_true, labels_pred)[0])
+
+
+def completeness(labels_true: Any, labels_pred: Any) -> float:
+    """I(T; P) / H(P): 1 when all members of a gold class are in one predicted cluster."""
+    return float(_homogeneity_completeness(labels_true, labels_pred)[1])
+
+
+def v_measure(labels_true: Any, labels_pred: Any, beta: float = 1.0) -> float:
+    """(1 + beta) h c / (beta h + c), h = homogeneity, c = completeness (= NMI arithmetic)."""
+    h, c = _homogeneity_completeness(labels_true, labels_pred)
+    if h + c == 0.0:
+        return 0.0
+    return float((1 + beta) * h * c / (beta * h + c))
+
+
+def clustering_scores(labels_true: Any, labels_pred: Any) -> dict[str, float]:
+    """{"nmi", "ari", "purity", "homogeneity", "completeness", "v_measure"} in one call."""
+    h, c = _homogeneity_completeness(labels_true, labels_pred)
+    return {"nmi": nmi(labels_true, labels_pred), "ari": ari(labels_true, labels_pred),
+            "purity": purity(labels_true, labels_pred), "homogeneity": float(h),
+            "completeness": float(c), "v_measure": v_measure(labels_true, labels_pred)}
+
+
+# scikit-learn-style and long names
+normalized_mutual_info = normalized_mutual_info_score = nmi
+adjusted_rand_index = adjusted_rand_score = ari
+homogeneity_score = homogeneity
+completeness_score = completeness
+v_measure_score = v_measure
+purity_score = purity

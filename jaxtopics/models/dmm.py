@@ -1,0 +1,399 @@
+"""Dirichlet multinomial mixture (DMM) by collapsed Gibbs sampling: GSDMM (Yin & Wang 2014).
+
+Every document m belongs to one cluster z_m; a cluster is a multinomial over words. Collapsing
+theta ~ Dir(alpha) and phi_k ~ Dir(beta), the cluster of document m has the full conditional
+(seed 000 eq. 24, with the "+ j - 1" correction of DESIGN.md "Seed notes"; the denominator
+M - 1 + K alpha does not depend on k and cancels):
+
+    p(z_m = k | z_-m, d) ∝ (m_k,-m + alpha)
+                           * prod_{w in m} prod_{j=1}^{N_m^w} (n_k,-m^w + beta + j - 1)
+                           / prod_{i=1}^{N_m} (n_k,-m + V beta + i - 1)                    (24)
+
+computed in log space by ``ops.block_log_predictive`` (a 10,000-token document does not
+underflow). Read-outs (eq. 25, 26): phi_kv = (n_k^v + beta) / (n_k + V beta); the document's
+soft clustering p(z_m = k | z_-m, d) is (24) normalised.
+
+Kernels (``Params.sampler``):
+
+- ``"sequential"``: exact collapsed Gibbs, one document at a time in corpus order (24).
+- ``"parallel"`` (default): blocked sweep. Documents are dealt round-robin into ``num_blocks``
+  blocks (``ops.strided_blocks``); the blocks are visited in turn, the documents of a block all
+  draw from (24) at once against the counts at the block's start (each with itself excluded),
+  and the counts are refreshed exactly between blocks. With one document per block
+  (``num_blocks >= D``) this is the sequential kernel.
+
+Both kernels run the same blocked code (``blocked_sweep``; the sequential one with blocks of one
+document), which DPMM (``jaxtopics.models.dpmm``) reuses with its own draw.
+
+State: ``z`` [D+1] (slot D is a dummy for block padding), int32 tables ``cluster_docs`` [K]
+(m_k), ``word_cluster`` [V, K] (n_k^w, word-major), ``cluster_tokens`` [K] (n_k), and the
+documents' distinct words and multiplicities (``doc_items``, ``doc_counts`` [D+1, M], constant)
+so that the read-outs need no corpus. Empty documents are allowed: their cluster follows the
+prior term alone.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import Array
+
+from ..corpus import Corpus
+from ..errors import ParameterError
+from ..ops import (
+    block_log_predictive,
+    categorical_logits,
+    chunked_map,
+    dirichlet_multinomial_log_evidence,
+    grouped_counts,
+    move_counts,
+    strided_blocks,
+)
+
+__all__ = [
+    "Params", "State", "Data", "SweepInfo", "SAMPLERS",
+    "check_params", "prepare", "init", "state_from_assignments", "sweep", "log_joint",
+    "estimate", "fold_in", "assignments", "rebuild", "blocked_sweep", "doc_log_predictive",
+    "prior_log_weight", "MAX_TABLE_CELLS",
+]
+
+SAMPLERS = ("parallel", "sequential")
+#: the word-cluster table [V, K] must hold fewer cells than this (int32 flat indices; 8 GiB)
+MAX_TABLE_CELLS = 2**31 - 1
+
+
+class Params(NamedTuple):
+    """DMM hyper-parameters and kernel settings (hashable: a static argument under jit).
+
+    num_clusters: K (an upper bound on the clusters found: GSDMM leaves the extra ones empty).
+    alpha: symmetric Dirichlet on the cluster weights. beta: symmetric Dirichlet on each
+    cluster's words. sampler: "parallel" | "sequential". num_blocks: blocks of documents per
+    parallel sweep. chunk_size: (document x distinct word) slots per chunk wherever a
+    [documents, words, K] working array is needed.
+    """
+
+    num_clusters: int
+    alpha: float = 0.1
+    beta: float = 0.1
+    sampler: str = "parallel"
+    num_blocks: int = 64
+    chunk_size: int = 8192
+
+
+class Data(NamedTuple):
+    """Device layout of a corpus for document-level sweeps. Row D is a dummy empty document.
+
+    items, counts: [D+1, M] distinct word ids of each document and their multiplicities
+    (``ops.grouped_counts``; padding slots hold word 0 with count 0). length: [D+1] tokens per
+    document. blocks: [B, C] documents per parallel block (D = padding); valid: [B, C] bool.
+    word_freq: [V] corpus frequency of each word (its length is the vocabulary size V).
+    count_range: [c_max] arange, whose static LENGTH is the largest multiplicity of a word in a
+    document (it selects the product form of ``ops.block_log_predictive``).
+    """
+
+    items: Array
+    counts: Array
+    length: Array
+    blocks: Array
+    valid: Array
+    count_range: Array
+    word_freq: Array
+
+
+class State(NamedTuple):
+    """Chain state. z [D+1] int32 cluster of each document (slot D: dummy, always 0);
+    cluster_docs [K], word_cluster [V, K], cluster_tokens [K] int32 counts consistent with z;
+    doc_items, doc_counts [D+1, M]: the documents' distinct words (constant, for read-outs)."""
+
+    z: Array
+    cluster_docs: Array
+    word_cluster: Array
+    cluster_tokens: Array
+    doc_items: Array
+    doc_counts: Array
+
+
+class SweepInfo(NamedTuple):
+    """Per-sweep diagnostics: changed = documents whose cluster changed (int32)."""
+
+    changed: Array
+
+
+def _positive_int(params: NamedTuple, name: str, low: int = 1) -> None:
+    v = getattr(params, name)
+    if not isinstance(v, (int, np.integer)) or isinstance(v, (bool, np.bool_)) or v < low:
+        raise ParameterError(f"{name} must be an integer >= {low}, got {v!r}")
+
+
+def _concentration(params: NamedTuple, name: str) -> None:
+    v = getattr(params, name)
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise ParameterError(f"{name} must be a number, got {v!r}")
+    if not np.isfinite(v) or v <= 0:
+        raise ParameterError(f"{name} must be a finite number > 0, got {v!r}")
+    if not 1e-30 <= v <= 1e30:
+        raise ParameterError(f"{name} must lie in [1e-30, 1e30] (float32), got {v!r}")
+
+
+def check_params(params: Params) -> Params:
+    """Validate hyper-parameters; raises ParameterError naming the bad field."""
+    _positive_int(params, "num_clusters")
+    if params.num_clusters > MAX_TABLE_CELLS:
+        raise ParameterError(f"num_clusters must be < 2^31, got {params.num_clusters}")
+    for name in ("alpha", "beta"):
+        _concentration(params, name)
+    if params.sampler not in SAMPLERS:
+        raise ParameterError(f"sampler must be one of {SAMPLERS}, got {params.sampler!r}")
+    _positive_int(params, "num_blocks")
+    _positive_int(params, "chunk_size")
+    return params
+
+
+def check_table(num_words: int, num_clusters: int, field: str) -> None:
+    """Refuse a word-cluster table [V, K] beyond ``MAX_TABLE_CELLS`` (ParameterError naming `field`)."""
+    if num_words * num_clusters > MAX_TABLE_CELLS:
+        raise ParameterError(
+            f"{field}={num_clusters} with {num_words} words needs a {num_words} x {num_clusters} "
+            f"word-cluster table, more than the {MAX_TABLE_CELLS} cells int32 counts can index")
+
+
+def prepare_layout(corpus: Corpus, num_blocks: int) -> Data:
+    """The document layout shared by DMM and DPMM; `num_blocks` blocks of documents."""
+    if not isinstance(corpus, Corpus):
+        raise ParameterError(f"expected a jaxtopics.Corpus, got {type(corpus).__name__}")
+    d = corpus.num_docs
+    items, counts = grouped_counts(corpus.word_ids, corpus.doc_offsets)
+    items = np.concatenate([items, np.zeros((1, items.shape[1]), np.int32)])
+    counts = np.concatenate([counts, np.zeros((1, counts.shape[1]), np.int32)])
+    length = np.append(corpus.doc_lengths, 0).astype(np.int32)
+    blocks, valid = strided_blocks(d, num_blocks)
+    return Data(items=jnp.asarray(items), counts=jnp.asarray(counts), length=jnp.asarray(length),
+                blocks=jnp.asarray(blocks), valid=jnp.asarray(valid),
+                count_range=jnp.arange(max(int(counts.max()), 1), dtype=jnp.int32),
+                word_freq=jnp.asarray(corpus.word_counts().astype(np.int32)))
+
+
+def prepare(corpus: Corpus, params: Params) -> Data:
+    """Lay the corpus out for document-level sweeps."""
+    check_table(corpus.num_words, params.num_clusters, "num_clusters")
+    return prepare_layout(corpus, params.num_blocks)
+
+
+def _sizes(data: Data) -> tuple[int, int, int]:
+    """(D documents, M distinct-word slots, V words), static."""
+    return data.items.shape[0] - 1, data.items.shape[1], data.word_freq.shape[0]
+
+
+@partial(jax.jit, static_argnames=("params", "capacity"))
+def state_from_assignments(z: Array, data: Data, params: NamedTuple,
+                           capacity: int | None = None) -> State:
+    """The state with clusters z [D] and its count tables (K = `capacity` or num_clusters;
+    z = -1: a document in no cluster). Jitted (params and capacity static)."""
+    d, _, num_words = _sizes(data)
+    k = params.num_clusters if capacity is None else capacity
+    z = jnp.append(jnp.asarray(z, jnp.int32), 0)
+    counted = ((jnp.arange(d + 1) < d) & (z >= 0)).astype(jnp.int32)   # z = -1: unassigned
+    col = jnp.maximum(z, 0)
+    return State(
+        z=z,
+        cluster_docs=jnp.zeros((k,), jnp.int32).at[col].add(counted),
+        word_cluster=jnp.zeros((num_words, k), jnp.int32).at[
+            data.items, jnp.broadcast_to(col[:, None], data.items.shape)].add(
+                data.counts * counted[:, None]),
+        cluster_tokens=jnp.zeros((k,), jnp.int32).at[col].add(data.length * counted),
+        # copies: the driver donates the state's buffers, which must not alias the data's
+        doc_items=jnp.copy(data.items), doc_counts=jnp.copy(data.counts))
+
+
+def init(key: Array, data: Data, params: Params) -> State:
+    """Uniform random clusters (GSDMM's initialisation)."""
+    d, _, _ = _sizes(data)
+    return state_from_assignments(jax.random.randint(key, (d,), 0, params.num_clusters), data,
+                                  params)
+
+
+# --------------------------------------------------------------------------------------------
+# the per-document likelihood and the blocked sweep (shared with DPMM)
+
+
+def doc_log_predictive(state: State, items: Array, counts: Array, length: Array, old: Array,
+                       beta: float, max_count: int | None, own: Array | None = None) -> Array:
+    """log p(document | cluster k, other documents) for a batch of documents: the product in (24)
+    over every cluster column k of the state's tables, each document's own counts excluded
+    from column `old` (where `own` is True; default: every document is counted in `old`).
+
+    items, counts [C, M]; length, old [C]. Returns [C, K] float32.
+    """
+    v, k = state.word_cluster.shape
+    here = jnp.arange(k)[None, :] == old[:, None]                                # [C, K]
+    if own is not None:
+        here = here & own[:, None]
+    rows = state.word_cluster[items] - jnp.where(here[:, None, :], counts[..., None], 0)
+    totals = state.cluster_tokens[None, :] - jnp.where(here, length[:, None], 0)
+    return block_log_predictive(rows, counts, totals, length, beta, v * beta, max_count=max_count)
+
+
+def empty_log_predictive(counts: Array, length: Array, beta: float, v: int,
+                         max_count: int | None) -> Array:
+    """log p(document | an empty cluster) [C]: (24)'s product with every count 0 (eq. 32)."""
+    zeros = jnp.zeros(counts.shape + (1,), jnp.int32)
+    return block_log_predictive(zeros, counts, jnp.zeros(length.shape + (1,), jnp.int32), length,
+                                beta, v * beta, max_count=max_count)[..., 0]
+
+
+def move_documents(state: State, docs: Array, items: Array, counts: Array, length: Array,
+                   old: Array, new: Array, valid: Array) -> State:
+    """Move documents `docs` from clusters `old` to `new` (valid=False: padding, no move).
+    ``old = -1``: the document is in no cluster yet (DPMM's incremental start) and only joins."""
+    w = valid.astype(jnp.int32)
+    r = w * (old >= 0)
+    old = jnp.maximum(old, 0)
+    m = items.shape[-1]
+    wc = counts * w[:, None]
+    return state._replace(
+        z=state.z.at[docs].set(jnp.where(valid, new, state.z[docs])),
+        cluster_docs=move_counts(state.cluster_docs, None, old, new, w, r),
+        cluster_tokens=move_counts(state.cluster_tokens, None, old, new, w * length, r * length),
+        word_cluster=move_counts(state.word_cluster, items.reshape(-1), jnp.repeat(old, m),
+                                 jnp.repeat(new, m), wc.reshape(-1),
+                                 (counts * r[:, None]).reshape(-1)))
+
+
+#: settle(key, state, docs, items, counts, length, old, valid, u, data, params)
+#:   -> (state, new clusters [C], changed int32, extra info)
+Settle = Callable[..., tuple]
+
+
+def schedule(data: Data, sampler: str) -> tuple[Array, Array]:
+    """(blocks, valid) of a sweep: ``data.blocks`` for "parallel"; for "sequential", D blocks
+    of one document each in corpus order (the blocked sweep is then exact collapsed Gibbs)."""
+    if sampler == "sequential":
+        d = data.items.shape[0] - 1
+        return jnp.arange(d, dtype=jnp.int32)[:, None], jnp.ones((d, 1), bool)
+    return data.blocks, data.valid
+
+
+def blocked_sweep(key: Array, state: State, data: Data, params: NamedTuple, settle: Settle,
+                  uniforms_per_doc: int = 1) -> tuple[State, Array, Array]:
+    """Visit the blocks of the sweep (``schedule``) in turn; `settle` draws and applies the
+    moves of one block against the counts at its start. Returns (state, documents changed, OR
+    of the settles' boolean flags)."""
+    blocks, valid = schedule(data, params.sampler)
+    u_all = jax.random.uniform(key, (uniforms_per_doc,) + blocks.shape)
+
+    def block(carry, xs):
+        st, changed, flag = carry
+        docs, valid, u = xs
+        st, ch, fl = settle(st, docs, data.items[docs], data.counts[docs], data.length[docs],
+                            st.z[docs], valid, u, data, params)
+        return (st, changed + ch, flag | fl), None
+
+    (state, changed, flag), _ = jax.lax.scan(
+        block, (state, jnp.int32(0), jnp.bool_(False)),
+        (blocks, valid, jnp.moveaxis(u_all, 0, 1)))
+    return state, changed, flag
+
+
+def chunk_docs(params: NamedTuple, data: Data) -> int:
+    """Documents per chunk: ``chunk_size`` (document x word) slots, at least one document."""
+    return max(1, params.chunk_size // data.items.shape[1])
+
+
+def prior_log_weight(others: Array, params: Params) -> Array:
+    """log of (24)'s first factor, m_k,-m + alpha, from `others` = m_k,-m [..., K]; the
+    denominator M - 1 + K alpha is the same for every k and cancels."""
+    return jnp.log(others.astype(jnp.float32) + params.alpha)
+
+
+def _settle(st: State, docs, items, counts, length, old, valid, u, data: Data, params: Params):
+    """One DMM block: every document draws from (24) against the block-start counts."""
+    b = params.beta
+    cmax = data.count_range.shape[0]
+
+    def draw(c):
+        uc, it, cn, ln, ol = c
+        here = jnp.arange(params.num_clusters)[None, :] == ol[:, None]
+        prior = prior_log_weight(st.cluster_docs[None, :] - here.astype(jnp.int32), params)
+        return categorical_logits(uc, prior + doc_log_predictive(st, it, cn, ln, ol, b, cmax))
+
+    new = chunked_map(draw, (u[0], items, counts, length, old), chunk_docs(params, data))
+    st = move_documents(st, docs, items, counts, length, old, new, valid)
+    return st, jnp.sum(valid & (new != old), dtype=jnp.int32), jnp.bool_(False)
+
+
+def sweep(key: Array, state: State, data: Data, params: Params) -> tuple[State, SweepInfo]:
+    """One sweep of the kernel ``params.sampler`` (the layout of `data` was made for it by
+    ``prepare``); pure and jit/vmap-able (params static)."""
+    state, changed, _ = blocked_sweep(key, state, data, params, _settle)
+    return state, SweepInfo(changed)
+
+
+# --------------------------------------------------------------------------------------------
+# read-outs
+
+
+def log_joint(state: State, data: Data, params: Params) -> Array:
+    """Collapsed log p(d, z) = log DirMult(m_. | alpha) + sum_k log DirMult(n_k. | beta)."""
+    return (dirichlet_multinomial_log_evidence(state.cluster_docs[None, :], params.alpha)
+            + dirichlet_multinomial_log_evidence(state.word_cluster.T, params.beta))
+
+
+@partial(jax.jit, static_argnames=("params",))
+def _conditionals(state: State, params: Params, items: Array, counts: Array, length: Array,
+                  old: Array, own: Array | bool) -> Array:
+    """p(z_m = k | z_-m, d) [C, K] by (24), normalised (own counts excluded where `own`)."""
+    k = params.num_clusters
+    own = jnp.broadcast_to(jnp.asarray(own), old.shape)
+    here = (jnp.arange(k)[None, :] == old[:, None]) & own[:, None]
+    logits = (prior_log_weight(state.cluster_docs[None, :] - here.astype(jnp.int32), params)
+              + doc_log_predictive(state, items, counts, length, old, params.beta, None, own))
+    return jax.nn.softmax(logits, axis=-1)
+
+
+@partial(jax.jit, static_argnames=("params",))
+def estimate(state: State, params: Params) -> dict[str, Array]:
+    """Point estimates and read-outs (jitted, params static).
+
+    theta [D, K]: p(z_m = k | z_-m, d), (24) normalised (the document's soft clustering);
+    phi [K, V]: (n_k^v + beta) / (n_k + V beta) (eq. 26); labels [D]: z; cluster_sizes [K]:
+    documents per cluster; num_active_clusters: clusters holding a document; cluster_weights
+    [K]: (m_k + alpha) / (D + K alpha) (eq. 25).
+    """
+    k = params.num_clusters
+    v = state.word_cluster.shape[0]
+    d = state.z.shape[0] - 1
+    z = state.z[:d]
+    length = state.doc_counts[:d].sum(1)
+    theta = _conditionals(state, params, state.doc_items[:d], state.doc_counts[:d], length, z, True)
+    phi = (state.word_cluster.T + params.beta) / (state.cluster_tokens[:, None] + v * params.beta)
+    return {"theta": theta, "phi": phi, "labels": z, "cluster_sizes": state.cluster_docs,
+            "num_active_clusters": jnp.sum(state.cluster_docs > 0, dtype=jnp.int32),
+            "cluster_weights": (state.cluster_docs + params.alpha) / (d + k * params.alpha)}
+
+
+def rebuild(state: State, data: Data, params: Params) -> State:
+    """The state with its count tables recounted from z (after loading a file)."""
+    d, _, _ = _sizes(data)
+    return state_from_assignments(state.z[:d], data, params, state.cluster_docs.shape[0])
+
+
+def assignments(state: State) -> np.ndarray:
+    """Cluster of every token (its document's), aligned with ``corpus.word_ids`` ([N] int32,
+    host side)."""
+    d = state.z.shape[0] - 1
+    return np.repeat(np.asarray(state.z[:d]), np.asarray(state.doc_counts[:d].sum(1)))
+
+
+def fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps: int = 50) -> Array:
+    """p(cluster | unseen document) [D_new, K]: (24) against the fitted counts, exactly (no
+    sampling: a new document's cluster given the training clusters has this closed form;
+    `key` and `num_sweeps` are unused)."""
+    d, _, _ = _sizes(new_data)
+    if new_data.items.size and int(jnp.max(new_data.items)) >= state.word_cluster.shape[0]:
+        raise ParameterError("fold_in: new documents use word ids outside the fitted vocabulary")
+    return _conditionals(state, params, new_data.items[:d], new_data.counts[:d],
+                         new_data.length[:d], jnp.zeros((d,), jnp.int32), False)

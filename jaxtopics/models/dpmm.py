@@ -1,0 +1,350 @@
+"""Dirichlet process multinomial mixture (DPMM) by collapsed Gibbs sampling: GSDPMM (Yin & Wang
+2016), the K -> infinity limit of DMM (``jaxtopics.models.dmm``).
+
+The cluster of document m has the full conditional (seed 000 eq. 33, with the "+ j - 1"
+correction and the existing-cluster weight n_k,-m of DESIGN.md "Seed notes"; the denominator
+M - 1 + alpha cancels):
+
+    p(z_m = k | z_-m, d) ∝ n_k,-m * P(m | k)        for an existing cluster k   (31)
+    p(z_m = new | z_-m, d) ∝ alpha * P(m | empty)                                 (32)
+
+with P(m | k) = prod_{w in m} prod_{j=1}^{N_m^w} (n_k,-m^w + beta + j - 1) /
+prod_{i=1}^{N_m} (n_k,-m + V beta + i - 1), the same Polya predictive as DMM's (24), in log
+space (``ops.block_log_predictive``). The prior on partitions is the Chinese restaurant process.
+
+Capacity: the state holds a static number of cluster slots (the shape of its count arrays;
+``Params.capacity`` is only the starting size); a slot is active when it holds a document. A
+document that opens a new cluster takes the lowest free slot. A sweep that needs a new cluster
+when no slot is free reports ``SweepInfo.overflow``; the driver (``jaxtopics.fit``) then
+discards that sweep, calls ``grow`` (doubles the slots, at most D are ever needed) and redoes it
+with the same key — never a silent cap, never a lost cluster.
+
+Kernels (``Params.sampler``):
+
+- ``"sequential"``: exact collapsed Gibbs, one document at a time in corpus order.
+- ``"parallel"`` (default): blocked sweep over ``num_blocks`` blocks of documents (as DMM's).
+  What it approximates: every document of a block first draws from (31)/(32) against the counts
+  at the block's start (itself excluded); documents that chose an existing cluster move there at
+  once. The documents that chose "new" are then settled one after another, in block order: each
+  draws again among the clusters opened earlier in this pass and a brand-new one, by (31)/(32)
+  with the current counts, so similar documents of one block can found one cluster together
+  instead of one each. With one document per block this is exact Gibbs (the second draw has a
+  single option); with many, the draws are stale by at most one block, like DMM's and LDA's
+  parallel sweeps.
+
+Start (``Params.init``, default "incremental", GSDPMM's): no document has a cluster; in the
+first sweep each document is seated in turn against the current counts, among all clusters and
+a new one (exact, in both kernels: a document without a cluster never takes a stale draw). The
+first sweep therefore costs as much as a sequential one; it decides much of the final
+clustering (measured on planted corpora: stale seating merges similar clusters, and later
+single-document moves rarely split them again, in either kernel).
+
+Read-outs cover the active clusters only, relabelled 0..C-1 by decreasing size (ties: slot
+order), for every document.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import Array
+
+from ..corpus import Corpus
+from ..errors import ParameterError
+from ..ops import (
+    block_log_predictive,
+    categorical_logits,
+    chunked_map,
+    dirichlet_multinomial_log_evidence,
+    log_rising_factorial,
+)
+from . import dmm
+from .dmm import (
+    Data,
+    State,
+    blocked_sweep,
+    check_table,
+    doc_log_predictive,
+    empty_log_predictive,
+    move_documents,
+    prepare_layout,
+    state_from_assignments,
+)
+
+__all__ = [
+    "Params", "State", "Data", "SweepInfo", "SAMPLERS",
+    "check_params", "prepare", "init", "sweep", "log_joint", "estimate", "fold_in",
+    "assignments", "rebuild", "grow", "active_clusters",
+]
+
+SAMPLERS = ("parallel", "sequential")
+INITS = ("incremental", "one", "random")
+
+
+class Params(NamedTuple):
+    """DPMM hyper-parameters and kernel settings (hashable: a static argument under jit).
+
+    alpha: concentration of the Dirichlet process (the weight of a new cluster, eq. 32;
+    Yin & Wang use 0.1 x the number of documents). beta: symmetric Dirichlet on each cluster's
+    words. sampler: "parallel" | "sequential". num_blocks: blocks of documents per parallel sweep.
+    capacity: cluster slots of the initial state (grown by doubling when full).
+    init: "incremental" (GSDPMM's: no document has a cluster yet, so the first sweep adds
+    them one by one to an empty restaurant), "one" (every document in one cluster) or
+    "random" (uniform over ``init_clusters`` clusters, which must fit in ``capacity``).
+    chunk_size: (document x distinct word) slots per chunk of a [documents, words, slots] array.
+    """
+
+    alpha: float = 1.0
+    beta: float = 0.02
+    sampler: str = "parallel"
+    num_blocks: int = 64
+    capacity: int = 64
+    init: str = "incremental"
+    init_clusters: int = 1
+    chunk_size: int = 8192
+
+
+class SweepInfo(NamedTuple):
+    """Per-sweep diagnostics: changed = documents whose cluster changed (int32); overflow =
+    the sweep needed a new cluster with every slot taken (bool; the driver grows and redoes it);
+    num_active = clusters holding a document after the sweep (int32)."""
+
+    changed: Array
+    overflow: Array
+    num_active: Array
+
+
+def check_params(params: Params) -> Params:
+    """Validate hyper-parameters; raises ParameterError naming the bad field."""
+    for name in ("alpha", "beta"):
+        dmm._concentration(params, name)
+    if params.sampler not in SAMPLERS:
+        raise ParameterError(f"sampler must be one of {SAMPLERS}, got {params.sampler!r}")
+    if params.init not in INITS:
+        raise ParameterError(f"init must be one of {INITS}, got {params.init!r}")
+    for name in ("num_blocks", "capacity", "init_clusters", "chunk_size"):
+        dmm._positive_int(params, name)
+    if params.capacity > dmm.MAX_TABLE_CELLS:
+        raise ParameterError(f"capacity must be < 2^31, got {params.capacity}")
+    if params.init_clusters > params.capacity:
+        raise ParameterError(f"init_clusters={params.init_clusters} does not fit in "
+                             f"capacity={params.capacity}")
+    return params
+
+
+def prepare(corpus: Corpus, params: Params) -> Data:
+    """Lay the corpus out for document-level sweeps (the layout of ``jaxtopics.models.dmm``)."""
+    check_table(corpus.num_words, params.capacity, "capacity")
+    return prepare_layout(corpus, params.num_blocks)
+
+
+def init(key: Array, data: Data, params: Params) -> State:
+    """No document assigned ("incremental": z = -1, empty tables; the first sweep seats them in
+    turn, as GSDPMM's initialisation), all in slot 0 ("one"), or uniform over
+    ``init_clusters`` slots ("random")."""
+    d = data.items.shape[0] - 1
+    if params.init == "incremental":
+        z = jnp.full((d,), -1, jnp.int32)
+    else:
+        k0 = 1 if params.init == "one" else params.init_clusters
+        z = jax.random.randint(key, (d,), 0, k0)
+    return state_from_assignments(z, data, params, params.capacity)
+
+
+# --------------------------------------------------------------------------------------------
+# kernel
+
+
+def _settle(st: State, docs, items, counts, length, old, valid, u, data: Data, params: Params):
+    """One block: stale draws from (31)/(32), moves to existing clusters, then the documents
+    that chose "new" or had no cluster yet settled one after another (module docstring)."""
+    a, b = params.alpha, params.beta
+    cap = st.cluster_docs.shape[0]
+    v = st.word_cluster.shape[0]
+    cmax = data.count_range.shape[0]
+    log_alpha = jnp.log(jnp.float32(a))
+    slots = jnp.arange(cap)
+
+    def draw(ch):
+        uc, it, cn, ln, ol = ch
+        others = st.cluster_docs[None, :] - (slots[None, :] == ol[:, None]).astype(jnp.int32)
+        existing = jnp.where(others > 0,
+                             jnp.log(jnp.maximum(others, 1).astype(jnp.float32))
+                             + doc_log_predictive(st, it, cn, ln, ol, b, cmax), -jnp.inf)
+        new = log_alpha + empty_log_predictive(cn, ln, b, v, cmax)
+        return categorical_logits(uc, jnp.concatenate([existing, new[:, None]], axis=1))
+
+    choice = chunked_map(draw, (u[0], items, counts, length, old), dmm.chunk_docs(params, data))
+    # documents without a cluster yet (the "incremental" start) are all seated in the pass below
+    later = valid & ((choice == cap) | (old < 0))
+    st = move_documents(st, docs, items, counts, length, old, jnp.where(later, old, choice),
+                        valid & ~later)
+    moved = jnp.sum(valid & ~later & (choice != old), dtype=jnp.int32)
+
+    # In block order: a document that chose "new" picks among the clusters opened so far in this
+    # pass (31) and a brand-new one (32); a document without a cluster among all clusters and a
+    # new one (exact sequential seating, GSDPMM's initialisation). Current counts throughout.
+    order = jnp.argsort(~later, stable=True)
+    num_later = jnp.sum(later, dtype=jnp.int32)
+
+    def settle_one(carry):
+        i, st, opened, changed, overflow = carry
+        j = order[i]
+        doc, it, cn, ln, ol = docs[j], items[j], counts[j], length[j], st.z[docs[j]]
+        allowed = opened | ((ol < 0) & (st.cluster_docs > 0))          # never `ol` itself
+        join = jnp.where(allowed,
+                         jnp.log(jnp.maximum(st.cluster_docs, 1).astype(jnp.float32))
+                         + block_log_predictive(st.word_cluster[it], cn, st.cluster_tokens, ln,
+                                                b, v * b, max_count=cmax), -jnp.inf)
+        new = log_alpha + empty_log_predictive(cn, ln, b, v, cmax)
+        pick = categorical_logits(u[1, j][None], jnp.append(join, new)[None])[0]
+        free = (st.cluster_docs - (slots == ol)) == 0                 # after leaving `ol`
+        opens = pick == cap
+        lost = opens & ~jnp.any(free)                                  # no slot: overflow
+        target = jnp.where(opens, jnp.argmax(free).astype(jnp.int32), pick)
+        target = jnp.where(lost, ol, target)
+        st = move_documents(st, doc[None], it[None], cn[None], ln[None], ol[None], target[None],
+                            (target != ol)[None])
+        opened = opened | ((slots == target) & opens & ~lost)
+        return (i + 1, st, opened, changed + (target != ol).astype(jnp.int32), overflow | lost)
+
+    _, st, _, changed_later, overflow = jax.lax.while_loop(
+        lambda carry: carry[0] < num_later, settle_one,
+        (jnp.int32(0), st, jnp.zeros((cap,), bool), jnp.int32(0), jnp.bool_(False)))
+    return st, moved + changed_later, overflow
+
+
+def sweep(key: Array, state: State, data: Data, params: Params) -> tuple[State, SweepInfo]:
+    """One sweep of the kernel ``params.sampler``; pure and jit/vmap-able (params static)."""
+    state, changed, overflow = blocked_sweep(key, state, data, params, _settle, uniforms_per_doc=2)
+    return state, SweepInfo(changed, overflow, jnp.sum(state.cluster_docs > 0, dtype=jnp.int32))
+
+
+def grow(state: State, data: Data, params: Params) -> State:
+    """Host side: the state with twice the cluster slots (at most D, which always suffices; the
+    new slots are empty). Raises ParameterError when the table would exceed int32 indexing."""
+    cap = state.cluster_docs.shape[0]
+    d = state.z.shape[0] - 1
+    v = state.word_cluster.shape[0]
+    new = max(cap + 1, min(2 * cap, d))
+    check_table(v, new, "capacity")
+    pad = new - cap
+    return state._replace(
+        cluster_docs=jnp.pad(state.cluster_docs, (0, pad)),
+        cluster_tokens=jnp.pad(state.cluster_tokens, (0, pad)),
+        word_cluster=jnp.pad(state.word_cluster, ((0, 0), (0, pad))))
+
+
+# --------------------------------------------------------------------------------------------
+# read-outs
+
+
+def log_joint(state: State, data: Data, params: Params) -> Array:
+    """Collapsed log p(d, z): the Chinese restaurant process prior
+    C log alpha + sum_k log Gamma(n_k) - log alpha^(D), plus sum_k log DirMult(n_k. | beta)
+    (over the documents that have a cluster: all of them after the first sweep)."""
+    n = state.cluster_docs
+    d = jnp.sum(n)
+    active = n > 0
+    log_gamma_n = jax.scipy.special.gammaln(jnp.maximum(n, 1).astype(jnp.float32))
+    prior = (jnp.sum(active) * jnp.log(jnp.float32(params.alpha))
+             + jnp.sum(jnp.where(active, log_gamma_n, 0.0))
+             - log_rising_factorial(jnp.float32(params.alpha), d))
+    return prior + dirichlet_multinomial_log_evidence(state.word_cluster.T, params.beta)
+
+
+def active_clusters(state: State) -> np.ndarray:
+    """Slot ids of the active clusters, by decreasing size (ties: slot order); host side."""
+    sizes = np.asarray(state.cluster_docs)
+    slots = np.flatnonzero(sizes > 0)
+    return slots[np.argsort(-sizes[slots], kind="stable")]
+
+
+def _relabel(state: State) -> tuple[np.ndarray, np.ndarray]:
+    """(active slots in label order, label of every slot: -1 when empty)."""
+    slots = active_clusters(state)
+    label = np.full(state.cluster_docs.shape[0], -1, np.int64)
+    label[slots] = np.arange(slots.size)
+    return slots, label
+
+
+@partial(jax.jit, static_argnames=("params",))
+def _slot_logits(state: State, params: Params, items, counts, length, old, own) -> Array:
+    """log of (31) [C_docs, capacity] (jitted); with `own`, the document is excluded from `old`,
+    and when that leaves its cluster empty the cluster's weight is (32)'s (re-opening it is the
+    same partition). Empty slots: -inf."""
+    cap = state.cluster_docs.shape[0]
+    v = state.word_cluster.shape[0]
+    own = jnp.broadcast_to(jnp.asarray(own), old.shape) & (old >= 0)
+    here = ((jnp.arange(cap)[None, :] == old[:, None]) & own[:, None]).astype(jnp.int32)
+    others = state.cluster_docs[None, :] - here
+    pred = doc_log_predictive(state, items, counts, length, old, params.beta, None, own)
+    empty = jnp.log(jnp.float32(params.alpha)) + empty_log_predictive(counts, length, params.beta, v, None)
+    return jnp.where(others > 0, jnp.log(jnp.maximum(others, 1).astype(jnp.float32)) + pred,
+                     jnp.where(here > 0, empty[:, None], -jnp.inf))
+
+
+def _conditionals(logits: Array, slots: np.ndarray) -> np.ndarray:
+    """p(cluster | document) over the active `slots`: (31) normalised over them (host side)."""
+    x = np.asarray(logits, np.float64)[:, slots]
+    if x.shape[1] == 0:
+        return np.zeros(x.shape, np.float32)
+    x = np.exp(x - x.max(1, keepdims=True))
+    return (x / x.sum(1, keepdims=True)).astype(np.float32)
+
+
+def estimate(state: State, params: Params) -> dict[str, np.ndarray]:
+    """Read-outs over the C active clusters, relabelled 0..C-1 by decreasing size (host side,
+    numpy: C is data-dependent).
+
+    theta [D, C]: p(z_m = k | z_-m, d) over the active clusters (31); phi [C, V]:
+    (n_k^v + beta) / (n_k + V beta); labels [D]: the relabelled cluster of every document
+    (-1 only before the first sweep of the "incremental" start); cluster_sizes [C]: documents
+    per cluster; num_active_clusters: C; cluster_weights [C]: n_k / D (the posterior mean of
+    the mixture weights, less the new-cluster mass alpha/(D+alpha) renormalised away).
+    """
+    slots, label = _relabel(state)
+    d = state.z.shape[0] - 1
+    z = np.asarray(state.z[:d])
+    length = state.doc_counts[:d].sum(1)
+    theta = _conditionals(_slot_logits(state, params, state.doc_items[:d], state.doc_counts[:d],
+                                       length, state.z[:d], True), slots)
+    word_cluster = np.asarray(state.word_cluster)[:, slots].T.astype(np.float64)
+    tokens = np.asarray(state.cluster_tokens)[slots].astype(np.float64)
+    v = word_cluster.shape[1]
+    phi = ((word_cluster + params.beta) / (tokens[:, None] + v * params.beta)).astype(np.float32)
+    sizes = np.asarray(state.cluster_docs)[slots]
+    return {"theta": theta, "phi": phi, "labels": np.where(z >= 0, label[np.maximum(z, 0)], -1),
+            "cluster_sizes": sizes, "num_active_clusters": np.int64(slots.size),
+            "cluster_weights": (sizes / max(d, 1)).astype(np.float32)}
+
+
+def rebuild(state: State, data: Data, params: Params) -> State:
+    """The state with its count tables recounted from z (same capacity; after loading a file)."""
+    d = data.items.shape[0] - 1
+    return state_from_assignments(state.z[:d], data, params, state.cluster_docs.shape[0])
+
+
+def assignments(state: State) -> Array:
+    """Relabelled cluster of every token (its document's), aligned with ``corpus.word_ids``."""
+    _, label = _relabel(state)
+    d = state.z.shape[0] - 1
+    length = state.doc_counts[:d].sum(1)
+    z = np.asarray(state.z[:d])
+    labels = np.where(z >= 0, label[np.maximum(z, 0)], -1).astype(np.int32)
+    return np.repeat(labels, np.asarray(length))
+
+
+def fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps: int = 50) -> Array:
+    """p(cluster | unseen document) [D_new, C] over the active clusters: (31) against the fitted
+    counts, normalised over the active clusters (exact; `key` and `num_sweeps` are unused)."""
+    d = new_data.items.shape[0] - 1
+    if new_data.items.size and int(jnp.max(new_data.items)) >= state.word_cluster.shape[0]:
+        raise ParameterError("fold_in: new documents use word ids outside the fitted vocabulary")
+    slots, _ = _relabel(state)
+    return _conditionals(_slot_logits(state, params, new_data.items[:d], new_data.counts[:d],
+                                      new_data.length[:d], jnp.zeros((d,), jnp.int32), False), slots)
