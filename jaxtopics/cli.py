@@ -113,12 +113,50 @@ def _prepare_out(out: Path) -> None:
 
 
 def _check_args(args: argparse.Namespace) -> None:
-    """Options only used after the fit (or before jax starts) are checked first."""
+    """Everything that can be checked before jax starts, an input is read or --out is made."""
     if args.top_words < 1:
         raise ParameterError(f"--top-words must be >= 1, got {args.top_words}")
+    if args.command == "show":
+        return
     devices = getattr(args, "devices", None)
     if devices is not None:
         check_positive_int(devices, "--devices")
+    if args.sweeps < 0:
+        raise ParameterError(f"--sweeps must be >= 0, got {args.sweeps}")
+    if args.eval_every < 1:
+        raise ParameterError(f"--eval-every must be >= 1, got {args.eval_every}")
+    if args.checkpoint_every is not None:
+        if args.checkpoint_every < 1:
+            raise ParameterError(f"--checkpoint-every must be >= 1, got {args.checkpoint_every}")
+        if not args.out:
+            raise ParameterError("--checkpoint-every needs --out (where the checkpoint goes)")
+    if args.out is not None and not str(args.out).strip():
+        raise ParameterError("--out must name a directory, got an empty string")
+    cls = _registry()[args.model]
+    if args.command == "demo" and (cls.needs_sentences or args.sentences):
+        raise ParameterError(f"the demo corpus (docstrings) has no sentence boundaries, which "
+                             f"--model {args.model} / --sentences need: use `jaxtopics fit` on a "
+                             f"text file (e.g. ../shared/data/lee/lee_background.cor)")
+    if getattr(args, "resume", False):
+        given = [o.flag for o in _all_options() if getattr(args, o.arg) is not None]
+        if args.seed is not None:
+            given.append("--seed")
+        if given:
+            raise ParameterError(f"--resume continues the chain in model.jtm with its own "
+                                 f"parameters and seed; drop {', '.join(given)}")
+    coordinator = getattr(args, "coordinator", None)
+    multi = (getattr(args, "num_processes", None), getattr(args, "process_id", None))
+    if coordinator is None and any(v is not None for v in multi):
+        raise ParameterError("--num-processes / --process-id need --coordinator HOST:PORT")
+    if coordinator is not None:
+        host, _, port = coordinator.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ParameterError(f"--coordinator must be HOST:PORT, got {coordinator!r}")
+        if multi[0] is None or multi[1] is None:
+            raise ParameterError("--coordinator needs --num-processes and --process-id")
+        check_positive_int(multi[0], "--num-processes")
+        if not 0 <= multi[1] < multi[0]:
+            raise ParameterError(f"--process-id must be in [0, {multi[0]}), got {multi[1]}")
 
 
 def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) -> int:
@@ -158,18 +196,20 @@ def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) 
     run = dict(num_sweeps=args.sweeps, eval_every=args.eval_every,
                progress=False if args.no_progress else None,
                checkpoint_every=args.checkpoint_every, checkpoint_path=ckpt, devices=devices)
+    before = 0
     if resuming:
+        before = len(model.trace)
         model = model.resume(corpus, **run)
     else:
-        model = est.fit(corpus, seed=args.seed, **run)
+        model = est.fit(corpus, seed=0 if args.seed is None else args.seed, **run)
     elapsed = time.perf_counter() - t0
     print("\nlog-likelihood trace (log p(w, z) per token):")
     for p in model.trace:
         print(f"  sweep {p.sweep:6d}  {p.log_joint_per_token:9.4f}   "
               f"changed {p.changed_fraction:6.1%}   {p.seconds:7.1f}s")
     # throughput excludes the first chunk, which includes compilation
-    if len(model.trace) >= 2:
-        first, last = model.trace[0], model.trace[-1]
+    if len(model.trace) - before >= 2:       # this run's evals only
+        first, last = model.trace[before], model.trace[-1]
         rate = (last.sweep - first.sweep) * corpus.num_tokens / max(last.seconds - first.seconds, 1e-9)
         print(f"\nthroughput: {rate / 1e6:.2f} M tokens/s (after the first eval, which includes compilation)")
     print(f"total: {args.sweeps} sweeps in {elapsed:.1f}s\n")
@@ -197,7 +237,7 @@ def _add_model_args(p: argparse.ArgumentParser, *, sweeps: int) -> None:
     p.add_argument("--sentences", action="store_true",
                    help="keep sentence boundaries of text input (implied by models that need them)")
     p.add_argument("--sweeps", type=int, default=sweeps)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=None, help="random seed (default 0)")
     p.add_argument("--eval-every", type=int, default=10)
     p.add_argument("--top-words", type=int, default=10)
     p.add_argument("--checkpoint-every", type=int, default=None,
@@ -240,6 +280,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    for stream in (sys.stdout, sys.stderr):     # a word with a lone surrogate must not crash
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     try:
         _check_args(args)
         if getattr(args, "devices", None):
@@ -248,10 +291,12 @@ def main(argv: list[str] | None = None) -> int:
             if args.devices > 1:
                 jax.config.update("jax_num_cpu_devices", args.devices)
         if getattr(args, "coordinator", None):
-            if args.num_processes is None or args.process_id is None:
-                raise JaxTopicsError("--coordinator needs --num-processes and --process-id")
             from . import distributed
-            distributed.initialize(args.coordinator, args.num_processes, args.process_id)
+            try:
+                distributed.initialize(args.coordinator, args.num_processes, args.process_id)
+            except (RuntimeError, ValueError) as e:
+                raise JaxTopicsError(f"--coordinator {args.coordinator}: jax.distributed could "
+                                     f"not start ({str(e).splitlines()[0] if str(e) else e!r})") from None
         if args.command == "fit":
             return _fit_and_report(_read_corpus(args), args, Path(args.out))
         if args.command == "demo":

@@ -192,6 +192,9 @@ class TextOptions(NamedTuple):
                 ) from e
             if isinstance(raw, (str, bytes)):
                 raise CorpusError(f"document {d}: tokenizer returned a string, expected a list")
+            if not isinstance(raw, Iterable):
+                raise CorpusError(f"document {d}: tokenizer returned {type(raw).__name__}, "
+                                  f"expected a list of str")
             out = []
             for p, t in enumerate(raw):
                 if not isinstance(t, str):
@@ -528,8 +531,9 @@ class Corpus:
         """int64 [V] corpus frequency of each word."""
         return np.bincount(self.word_ids, minlength=self.num_words).astype(np.int64)
 
-    def fingerprint(self) -> str:
-        """SHA-256 hex digest of the tokens, document offsets and vocabulary.
+    def fingerprint(self, sentences: bool = False) -> str:
+        """SHA-256 hex digest of the tokens, document offsets and vocabulary (and, with
+        `sentences`, of the sentence boundaries: what a sentence-level model's chain depends on).
 
         Any str hashes (lone surrogates too). Where a word holds a newline, the word lengths are
         hashed as well, so ("a\\nb", "c") and ("a", "b\\nc") differ; other vocabularies hash
@@ -543,6 +547,10 @@ class Corpus:
         h.update("\n".join(self.vocab).encode("utf-8", "surrogatepass"))
         if any("\n" in w for w in self.vocab):
             h.update(np.asarray([len(w) for w in self.vocab], "<i8").tobytes())
+        if sentences:
+            h.update(b"sentences\0")
+            if self.sentence_offsets is not None:
+                h.update(self.sentence_offsets.astype("<i8", copy=False).tobytes())
         return h.hexdigest()
 
     def require_nonempty_docs(self, model: str) -> None:

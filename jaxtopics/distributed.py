@@ -149,13 +149,13 @@ def _merge_vocab(local: Corpus) -> Corpus:
                               sentence_offsets=local.sentence_offsets, labels=local.labels)
 
 
-def global_fingerprint(local: Corpus) -> str:
+def global_fingerprint(local: Corpus, sentences: bool = False) -> str:
     """One fingerprint of the whole corpus of a multi-process run (every process's own part,
-    in process order); one process: ``corpus.fingerprint()``."""
+    in process order); one process: ``corpus.fingerprint(sentences)``."""
     if jax.process_count() == 1:
-        return local.fingerprint()
+        return local.fingerprint(sentences)
     import hashlib
-    digests = _allgather_host(np.frombuffer(bytes.fromhex(local.fingerprint()), np.uint8))
+    digests = _allgather_host(np.frombuffer(bytes.fromhex(local.fingerprint(sentences)), np.uint8))
     return hashlib.sha256(b"jaxtopics-multiprocess-v1\0" + digests.tobytes()).hexdigest()
 
 

@@ -227,16 +227,20 @@ class FittedModel:
 
         def keep(state, done, trace):   # the input buffers are donated: always hold the latest
             self.__dict__["_pending"] = (state, to_global)     # gathered only when read
-            self.sweeps_done, self.trace = done, old_trace + trace
+            self.sweeps_done, self.trace = done, old_trace + _shifted(trace)
 
         old_trace = list(self.trace)
+        offset = old_trace[-1].seconds if old_trace else 0.0     # seconds count on over resumes
+
+        def _shifted(trace):
+            return [p._replace(seconds=p.seconds + offset) for p in trace]
         state, trace = run_sweeps(
             model, self.params, data, state, chain_key,
             start=self.sweeps_done, num_sweeps=num_sweeps, num_tokens=self.num_tokens,
             eval_every=eval_every, progress=progress,
             checkpoint_every=checkpoint_every if checkpoint_path else None,
             on_checkpoint=save_checkpoint, on_chunk=keep)
-        self.trace = old_trace + trace
+        self.trace = old_trace + _shifted(trace)
         return self
 
     def _sharded(self, corpus: Corpus, devices: int):
@@ -341,12 +345,14 @@ def load(path: str | os.PathLike) -> FittedModel:
     return model
 
 
-def _fingerprint(corpus: Corpus) -> str:
-    """The corpus fingerprint; in a multi-process run, of all processes' documents together."""
+def _fingerprint(corpus: Corpus, model: str) -> str:
+    """The corpus fingerprint as `model` sees it (sentence boundaries included for a model that
+    needs them); in a multi-process run, of all processes' documents together."""
+    sentences = MODELS[model].needs_sentences
     if jax.process_count() == 1:
-        return corpus.fingerprint()
+        return corpus.fingerprint(sentences)
     from . import distributed
-    return distributed.global_fingerprint(corpus)
+    return distributed.global_fingerprint(corpus, sentences)
 
 
 def _check_sweeps(num_sweeps: int, eval_every: int, checkpoint_every: int | None,
@@ -357,6 +363,9 @@ def _check_sweeps(num_sweeps: int, eval_every: int, checkpoint_every: int | None
     check_int(eval_every, "eval_every", low=1)
     if checkpoint_every is not None:
         check_positive_int(checkpoint_every, "checkpoint_every")
+        if checkpoint_path is None:
+            raise ParameterError("checkpoint_every needs checkpoint_path (where to save); "
+                                 "on the command line, --checkpoint-every needs --out")
     if checkpoint_path is not None:
         _check_writable_file(checkpoint_path)
 
@@ -407,7 +416,7 @@ class _Estimator:
             num_tokens = int(distributed._allgather_host(np.asarray([num_tokens])).sum())
         state = self.module.init(init_key, data, self.params)
         fitted = FittedModel(self.name, self.params, corpus.vocab, int(seed), state, data,
-                             _fingerprint(corpus), 0, [], num_tokens)
+                             _fingerprint(corpus, self.name), 0, [], num_tokens)
         fitted.__dict__["_local_state"] = jax.process_count() > 1
         fitted.text_options = corpus.text_options
         if checkpoint_path is not None and checkpoint_every is None:
@@ -600,7 +609,7 @@ def _check_same_corpus(model: FittedModel, corpus: Corpus) -> None:
     """resume's check: the very corpus (fingerprint) and the model's vocabulary, word by word."""
     if not isinstance(corpus, Corpus):
         raise CorpusError(f"resume expects a jaxtopics.Corpus, got {type(corpus).__name__}")
-    fingerprint = _fingerprint(corpus)
+    fingerprint = _fingerprint(corpus, model.model)
     if fingerprint != model.corpus_fingerprint:
         raise CorpusError("resume: this corpus is not the one the model was fitted on "
                           f"(fingerprint {fingerprint[:12]} != {model.corpus_fingerprint[:12]})")
@@ -665,7 +674,10 @@ def _params_from_meta(module: ModuleType, obj: Any, path: Any) -> Any:
     if extra:
         raise FormatError(f"metadata 'params' has unknown parameter {extra[0]!r} "
                           f"(known: {', '.join(fields)})", path=str(path))
-    missing = [f for f in fields if f not in obj and f not in module.Params._field_defaults]
+    # every parameter must be in the file, except those a module added later (older files
+    # lack them; their default is what those files ran with)
+    optional = getattr(module, "PARAMS_ADDED_LATER", ())
+    missing = [f for f in fields if f not in obj and f not in optional]
     if missing:
         raise FormatError(f"metadata 'params' lacks {missing[0]!r}", path=str(path))
     try:

@@ -80,13 +80,17 @@ def _read_text(path: PathLike) -> str:
 
 
 def _lines(text: str) -> list[str]:
-    """Split on "\\n" only (not other Unicode breaks); drop a trailing newline and "\\r"."""
+    r"""Split at "\n", "\r\n" or a lone "\r" (old Mac files), not at other Unicode breaks;
+    drop a trailing line break."""
     if not text:
         return []
-    lines = text.split("\n")
+    lines = _LINE_BREAK.split(text)
     if lines[-1] == "":
         lines.pop()
-    return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+    return lines
+
+
+_LINE_BREAK = re.compile("\r\n|\r|\n")
 
 
 # --------------------------------------------------------------------------------------------
@@ -261,6 +265,11 @@ def _uci_row(line: str, path: PathLike, lineno: int) -> tuple[int, int, int]:
 _UCI_LINE = re.compile(r"^[ \t]*\d+[ \t]+\d+[ \t]+\d+[ \t]*$", re.ASCII | re.MULTILINE)
 
 
+#: the most documents a UCI header may declare beyond the last docID of its entries (empty
+#: documents cost 8 bytes each in the offsets, and a wrong header would allocate them all)
+_MAX_TRAILING_EMPTY_DOCS = 2**24
+
+
 def read_uci(
     docword_path: PathLike, vocab_path: PathLike
 ) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
@@ -332,6 +341,12 @@ def read_uci(
         raise FormatError(f"{what} {int(count[k])}", docword_path, k + 4)
     _check_total_tokens(np.concatenate([[0], np.cumsum(count)]), np.arange(1, nnz + 1),
                         docword_path, first_line=4)
+    last = int(doc.max()) if nnz else 0
+    if num_docs - last > _MAX_TRAILING_EMPTY_DOCS:     # bound what the header alone allocates
+        raise FormatError(
+            f"header D = {num_docs} declares {num_docs - last} documents after the last docID "
+            f"in the file ({last}); more than {_MAX_TRAILING_EMPTY_DOCS} empty documents is "
+            f"taken for a wrong header", docword_path, 1)
     order = np.argsort(doc, kind="stable")
     doc, word, count = doc[order] - 1, word[order] - 1, count[order]
     word_ids = np.repeat(word.astype(np.int32), count)
@@ -540,7 +555,8 @@ def load_model_file(path: PathLike) -> tuple[dict[str, np.ndarray], dict[str, An
     try:
         loaded = np.load(p, allow_pickle=False)
     except (ValueError, OSError, EOFError, zipfile.BadZipFile) as e:
-        raise FormatError(f"{not_model} ({type(e).__name__}: {e})", p) from None
+        why = "not an .npz archive" if "pickle" in str(e) else f"{type(e).__name__}: {e}"
+        raise FormatError(f"{not_model} ({why})", p) from None
     if not isinstance(loaded, np.lib.npyio.NpzFile):
         raise FormatError(f"{not_model} (a bare .npy array)", p)
     try:

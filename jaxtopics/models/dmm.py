@@ -179,6 +179,7 @@ def prepare_layout(corpus: Corpus, num_blocks: int) -> Data:
 
 def prepare(corpus: Corpus, params: Params) -> Data:
     """Lay the corpus out for document-level sweeps."""
+    check_params(params)              # the functional core validates too
     check_table(corpus.num_words, params.num_clusters, "num_clusters")
     return prepare_layout(corpus, params.num_blocks)
 

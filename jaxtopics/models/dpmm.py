@@ -138,6 +138,7 @@ def check_params(params: Params) -> Params:
 
 def prepare(corpus: Corpus, params: Params) -> Data:
     """Lay the corpus out for document-level sweeps (the layout of ``jaxtopics.models.dmm``)."""
+    check_params(params)              # the functional core validates too
     check_table(corpus.num_words, params.capacity, "capacity")
     return prepare_layout(corpus, params.num_blocks)
 

@@ -58,6 +58,9 @@ __all__ = [
 SAMPLERS = ("parallel", "sequential", "uncollapsed")
 #: ``jaxtopics.distributed`` can shard this model's ``parallel`` kernel over devices
 SHARDABLE = True
+#: parameters added after model files of format 2 were written (their default is what older
+#: files ran with); every other parameter must be in a model file
+PARAMS_ADDED_LATER = ("sync_every",)
 LOG_JOINT_USES_DATA = False
 """log_joint(state, None, params) works: the joint is a function of the state alone."""
 INITS = ("random", "incremental")
@@ -191,6 +194,7 @@ def prepare(corpus: Corpus, params: Params) -> Data:
 
     Raises ParameterError if V * beta overflows float32 (the denominator of (1)).
     """
+    check_params(params)              # the functional core validates too
     if params.beta * corpus.num_words > FLOAT32_MAX:
         raise ParameterError(f"beta = {params.beta!r} is too large for a vocabulary of "
                              f"{corpus.num_words} words: V * beta overflows float32")

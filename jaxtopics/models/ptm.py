@@ -171,6 +171,7 @@ def check_params(params: Params) -> Params:
 
 def prepare(corpus: Corpus, params: Params) -> Data:
     """Lay the corpus out for sweeps: per-token arrays, per-document token lists, blocks."""
+    check_params(params)              # the functional core validates too
     n, d = corpus.num_tokens, corpus.num_docs
     lengths = corpus.doc_lengths.astype(np.int64)
     starts = corpus.doc_offsets[:-1].astype(np.int64)

@@ -156,6 +156,7 @@ def prepare(corpus: Corpus, params: Params) -> Data:
     """Lay the corpus out for sentence sweeps: distinct words per sentence, blocks of sentences.
 
     Raises CorpusError when the corpus has no sentence boundaries."""
+    check_params(params)              # the functional core validates too
     if corpus.sentence_offsets is None:
         raise CorpusError(
             "Sentence-LDA needs a corpus with sentence boundaries, and this one has none: build it "
