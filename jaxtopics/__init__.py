@@ -19,7 +19,7 @@ from .errors import (  # noqa: E402
     ParameterError,
     UnknownWordsWarning,
 )
-from . import metrics  # noqa: E402
+from . import distributed, metrics  # noqa: E402
 from .estimators import DMM, DPMM, LDA, PTM, FittedModel, SentenceLDA, TransformInfo, load  # noqa: E402
 
 __all__ = [
@@ -38,6 +38,7 @@ __all__ = [
     "SentenceLDA",
     "TransformInfo",
     "UnknownWordsWarning",
+    "distributed",
     "load",
     "metrics",
 ]

@@ -66,7 +66,7 @@ def test_quickstart_block_runs(tmp_path, monkeypatch):
 
 
 def _cli_commands() -> list[list[str]]:
-    block = _block("Command line:", "bash").replace("\\\n", " ")
+    block = _block("## Command line", "bash").replace("\\\n", " ")
     return [shlex.split(line) for line in block.splitlines() if line.strip()]
 
 
@@ -89,3 +89,20 @@ def test_cli_examples_run(tmp_path):
         assert "K=20" in r.stdout and "share of tokens" in r.stdout
     assert (tmp_path / "runs" / "reuters" / "model.jtm").exists()
     assert jt.load(tmp_path / "runs" / "reuters" / "model.jtm").sweeps_done == 10
+
+
+def test_models_block_runs():
+    """The Models section's python block as written (fewer sweeps, smaller data)."""
+    tweet = SHARED_DATA / "gsdmm" / "Tweet.jsonl"
+    lee = SHARED_DATA / "lee" / "lee_background.cor"
+    if not (tweet.exists() and lee.exists()):
+        pytest.skip("../shared/data not present")
+    code = _block("## Models", "python")
+    code = re.sub(r"num_sweeps=\d+", "num_sweeps=4", code).replace('"Tweet.jsonl"', repr(str(tweet)))
+    texts = lee.read_text(encoding="utf-8").splitlines()[:40]
+    env = {"texts": texts, "jt": jt}
+    exec(compile(code, "README.md:Models", "exec"), env)
+    short, d, m = env["short"], env["d"], env["m"]
+    assert d.labels.shape == (short.num_docs,) and d.num_active_clusters == d.cluster_sizes.shape[0]
+    assert m.pseudo_doc_topic.shape == (short.num_docs // 10, 90)
+    assert m.pseudo_labels.shape == (short.num_docs,)
