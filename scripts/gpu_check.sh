@@ -18,6 +18,8 @@
 #                        ../shared/data, which does not travel to a device machine: copy it into
 #                        an ignored, carried folder of the checkout and point here)
 #   SHORT_TIMEOUT        seconds for the short-text benchmark (default 150)
+#   PTM_TIMEOUT          seconds for the PTM benchmark (default 120)
+#   PYTEST_ARGS          what pytest runs (default: tests, the whole suite)
 # Exit status: 0 if every stage passed, else 1 (all stages run regardless).
 
 set -u -o pipefail
@@ -116,7 +118,8 @@ if [ "${GPU_CHECK_SKIP_TESTS:-0}" = "1" ]; then
     header "pytest: skipped (GPU_CHECK_SKIP_TESTS=1)"
     SUMMARY+=("pytest: skipped")
 else
-    run_stage pytest timeout -k 10 "$TEST_TIMEOUT" "$PY" -m pytest -q -x --durations=15 tests
+    # shellcheck disable=SC2086  # PYTEST_ARGS is a word list on purpose
+    run_stage pytest timeout -k 10 "$TEST_TIMEOUT" "$PY" -m pytest -q -x --durations=15 ${PYTEST_ARGS:-tests}
 fi
 
 # ---- 4. benchmark ---------------------------------------------------------------------------
@@ -168,6 +171,18 @@ else
     header "bench_short_text: SKIPPED"
     echo "!! no $SHORT_DATA/gsdmm/News-T.jsonl (set GPU_CHECK_DATA)"
     SUMMARY+=("bench_short_text: skipped, no data")
+fi
+
+# ---- 6. PTM: parallel vs sequential on Tweet ------------------------------------------------
+PTM_TIMEOUT=${PTM_TIMEOUT:-120}
+if [ -f "$SHORT_DATA/gsdmm/Tweet.jsonl" ]; then
+    PTM_SWEEPS=50
+    [ "$SMALL" = "1" ] && PTM_SWEEPS=3
+    run_stage bench_ptm timeout -k 10 "$PTM_TIMEOUT" "$PY" scripts/bench_ptm.py --datasets tweet \
+        --engines jax-parallel,jax-sequential --sweeps "$PTM_SWEEPS" --root "$SHORT_DATA"
+else
+    header "bench_ptm: SKIPPED"
+    SUMMARY+=("bench_ptm: skipped, no data")
 fi
 
 # ---- summary --------------------------------------------------------------------------------
