@@ -274,14 +274,20 @@ def _corpus_without_mask(e: Enumerated) -> Corpus:
                               label_names=c.label_names)
 
 
-def _run(params, data, starts, keys, num_sweeps: int):
-    """Final states of independent chains (vmapped) continuing from `starts`."""
-    def chain(key, state):
+@functools.lru_cache(maxsize=None)
+def _runner(params: dpmrm.Params):
+    """Independent chains (vmapped) continuing from `starts` for a traced number of sweeps: one
+    compilation serves every test of a parameter set."""
+    def chain(key, state, data, num_sweeps):
         def body(t, st):
             return dpmrm.sweep(jax.random.fold_in(key, t), st, data, params)[0]
         return jax.lax.fori_loop(0, num_sweeps, body, state)
 
-    return jax.jit(jax.vmap(chain))(keys, starts)
+    return jax.jit(jax.vmap(chain, in_axes=(0, 0, None, None)))
+
+
+def _run(params, data, starts, keys, num_sweeps: int):
+    return _runner(params)(keys, starts, data, jnp.int32(num_sweeps))
 
 
 def _counts(e: Enumerated, final) -> tuple[np.ndarray, np.ndarray, int]:
