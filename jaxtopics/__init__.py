@@ -18,12 +18,13 @@ from .errors import (  # noqa: E402
     JaxTopicsError,
     ParameterError,
 )
-from .estimators import LDA, FittedModel, SentenceLDA, load  # noqa: E402
+from .estimators import DPMRM, LDA, FittedModel, SentenceLDA, load  # noqa: E402
 
 __all__ = [
     "__version__",
     "Corpus",
     "CorpusError",
+    "DPMRM",
     "EmptyDocumentError",
     "FittedModel",
     "FormatError",

@@ -1,6 +1,6 @@
 """One module per model, all with the same shape: Params, State, Data, prepare, init, sweep,
 log_joint, estimate, fold_in (see DESIGN.md)."""
 
-from . import lda, slda
+from . import dpmrm, lda, slda
 
-__all__ = ["lda", "slda"]
+__all__ = ["dpmrm", "lda", "slda"]

@@ -107,6 +107,10 @@ class Params(NamedTuple):
     sampler: "parallel" | "sequential". num_blocks: document blocks per parallel sweep.
     topic_capacity, table_capacity: topic slots and table slots per document of the initial
     state (0 = automatic); grown by doubling when a sweep needs more (never a cap).
+    initial_topics: topics per label in the initial state (see ``init``). Like every Gibbs
+    sampler of a DP mixture, the chain removes surplus topics (their tables drift to the big
+    topics) far more readily than it splits a topic that mixes two, so start at or above the
+    number of topics a label is expected to need.
     chunk_size: tokens per chunk when held-out likelihoods are evaluated.
     """
 
@@ -118,6 +122,7 @@ class Params(NamedTuple):
     num_blocks: int = 64
     topic_capacity: int = 0
     table_capacity: int = 0
+    initial_topics: int = 4
     chunk_size: int = 8192
 
 
@@ -194,7 +199,7 @@ def check_params(params: Params) -> Params:
     if params.sampler not in SAMPLERS:
         raise ParameterError(f"sampler must be one of {SAMPLERS}, got {params.sampler!r}")
     for name, low in (("num_blocks", 1), ("topic_capacity", 0), ("table_capacity", 0),
-                      ("chunk_size", 1)):
+                      ("initial_topics", 1), ("chunk_size", 1)):
         v = getattr(params, name)
         if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < low:
             raise ParameterError(f"{name} must be an integer >= {low}, got {v!r}")
@@ -275,6 +280,7 @@ def _table_cap(data: Data) -> int:
     return max(data.token_offsets.shape[0], data.doc_labels.shape[1])
 
 
+@jax.jit
 def state_from_assignments(table: Array, dish: Array, topic_label: Array, data: Data) -> State:
     """Build a consistent state from the latents: the table of every token [N], the topic slot of
     every table [D+1, T] and the label of every topic slot [C] (values on empty tables / free
@@ -303,18 +309,34 @@ def state_from_assignments(table: Array, dish: Array, topic_label: Array, data: 
     )
 
 
+@partial(jax.jit, static_argnums=(2,))     # one compilation, not one per eager op
 def init(key: Array, data: Data, params: Params) -> State:
-    """Initial state: one topic per label (slot k owned by label k); in every document one table
-    per label of its label set, eating that label's topic, and every token at a uniformly drawn
-    one of those tables. The sampler opens further tables and topics from there."""
+    """Initial state, LDA-like: every label owns ``initial_topics`` topics (slots label * I + i);
+    every token draws one of its document's labels and one of that label's topics uniformly, and
+    the tokens of a document that drew the same topic share one table. Tokens then move between
+    their document's tables (one per topic it uses) as LDA tokens move between topics, while the
+    table and topic steps open, merge and close tables and topics."""
     n, d, _, num_labels, r = _sizes(data)
-    c_cap = max(params.topic_capacity or max(16, 2 * num_labels), num_labels)
-    t_cap = min(max(params.table_capacity or max(8, 2 * r), r), _table_cap(data))
-    per_doc = jnp.sum(data.label_mask, axis=1)
-    table = jnp.minimum((jax.random.uniform(key, (n,)) * per_doc[data.doc]).astype(jnp.int32),
-                        per_doc[data.doc] - 1)
-    dish = jnp.zeros((d + 1, t_cap), jnp.int32).at[:, :r].set(data.doc_labels)
-    return state_from_assignments(table, dish, jnp.arange(c_cap, dtype=jnp.int32), data)
+    per_label = params.initial_topics
+    c_cap = max(params.topic_capacity or 2 * num_labels * per_label, num_labels * per_label)
+    # a document uses at most min(its tokens, its labels x initial_topics) tables
+    t_cap = min(max(params.table_capacity or 8, r * per_label), _table_cap(data))
+    k_label, k_topic = jax.random.split(key)
+    per_doc = jnp.sum(data.label_mask, axis=1)[data.doc]
+    slot = jnp.minimum((jax.random.uniform(k_label, (n,)) * per_doc).astype(jnp.int32), per_doc - 1)
+    topic = (data.doc_labels[data.doc, slot] * per_label
+             + jnp.minimum((jax.random.uniform(k_topic, (n,)) * per_label).astype(jnp.int32),
+                           per_label - 1))
+    # table of each token: rank of its topic among the topics its document uses
+    order = jnp.lexsort((topic, data.doc))
+    s_doc, s_topic = data.doc[order], topic[order]
+    new = jnp.concatenate([jnp.ones((1,), bool),
+                           (s_doc[1:] != s_doc[:-1]) | (s_topic[1:] != s_topic[:-1])])
+    group = jnp.cumsum(new.astype(jnp.int32)) - 1
+    first = jax.ops.segment_min(group, s_doc, num_segments=d + 1)
+    table = jnp.zeros((n,), jnp.int32).at[order].set(group - first[s_doc])
+    dish = jnp.zeros((d + 1, t_cap), jnp.int32).at[data.doc, table].set(topic)
+    return state_from_assignments(table, dish, jnp.arange(c_cap, dtype=jnp.int32) // per_label, data)
 
 
 def grow(state: State, data: Data, params: Params) -> State:
@@ -485,7 +507,7 @@ def _table_step(doc: _Doc, loc: _Local, view: _View, logd: Array, counts: Array,
     logd = logd.at[:, c0].set(_log_column(doc, wt, nt, prev, rank, c0, b, v))
     log_prior = jnp.where(doc.mask, jnp.log(mjr.astype(jnp.float32) + e), -jnp.inf)        # [R]
     lab = _label_weight(doc, view.tl, log_prior, -jnp.inf)                                 # [Cv]
-    pred = jnp.einsum("i,ic->c", member, logd, precision=jax.lax.Precision.HIGHEST)        # [Cv]
+    pred = jnp.sum(member[:, None] * logd, axis=0)                                          # [Cv]
     logit_topic = jnp.where(
         (mt > 0) & (lab > -jnp.inf),
         lab + jnp.log(mt.astype(jnp.float32)) - jnp.log(ml[view.tl].astype(jnp.float32) + g) + pred,
@@ -690,6 +712,7 @@ def sweep(key: Array, state: State, data: Data, params: Params) -> tuple[State, 
 # read-outs
 
 
+@partial(jax.jit, static_argnums=(2,))
 def log_joint(state: State, data: Data, params: Params) -> Array:
     """Collapsed log p(x, t, k, l): per document a CRP(alpha) over its tables and a Polya(eta)
     urn over its tables' labels (restricted to its label set), per label a CRP(gamma) over its
@@ -815,14 +838,29 @@ def _check_new_data(state: State, new_data: Data, num_sweeps: int) -> None:
                              "corpus's label_names")
 
 
+def _fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps: int) -> Array:
+    """``_fold_in_theta`` with the held-out documents in groups vmapped together (the documents
+    are independent given the fitted counts): ~2^20 view cells per group. Parameters that do not
+    enter the fold-in are normalised so that every kernel setting shares one compilation."""
+    d = new_data.doc_start.shape[0] - 1
+    width = state.topic.shape[0] + _table_cap(new_data)
+    per_group = max(1, min(d, (1 << 20) // (new_data.doc_words.shape[1] * width)))
+    blocks, valid = strided_blocks(d, -(-d // per_group))
+    params = Params(alpha=params.alpha, beta=params.beta, gamma=params.gamma, eta=params.eta,
+                    chunk_size=params.chunk_size)
+    return _fold_in_theta(key, state, new_data, params, int(num_sweeps), jnp.asarray(blocks),
+                          jnp.asarray(valid))
+
+
 @partial(jax.jit, static_argnums=(3, 4))
-def _fold_in_theta(key: Array, state: State, new_data: Data, params: Params, num_sweeps: int
-                   ) -> Array:
+def _fold_in_theta(key: Array, state: State, new_data: Data, params: Params, num_sweeps: int,
+                   blocks: Array, valid: Array) -> Array:
     """theta [D_new, C + R] of unseen documents, averaged over the second half of `num_sweeps`
     document steps against the fitted counts held fixed: columns :C are the fitted topic slots,
     C + r the new-topic mass of the document's label r (seed 004's corrected theta, with
     m_kl, m_k of the fitted state)."""
-    _, d, v, _, r = _sizes(new_data)
+    _, d, _, _, r = _sizes(new_data)
+    v = state.word_topic.shape[0]                  # the fitted vocabulary (>= the new corpus's)
     g = params.gamma
     c_glob = state.topic.shape[0]
     t_cap = _table_cap(new_data)                  # every document gets all the tables it can use
@@ -861,9 +899,9 @@ def _fold_in_theta(key: Array, state: State, new_data: Data, params: Params, num
         (_, _, acc), _ = jax.lax.scan(one_sweep, (loc, view, acc), jnp.arange(num_sweeps))
         return acc / (num_sweeps - num_sweeps // 2)
 
-    thetas = jax.lax.map(one_block, (new_data.blocks, new_data.valid))      # [B, Cb, C + R]
+    thetas = jax.lax.map(one_block, (blocks, valid))                        # [B, Cb, C + R]
     out = jnp.zeros((d + 1, c_glob + r), jnp.float32)
-    return out.at[new_data.blocks].set(thetas)[:d]
+    return out.at[jnp.where(valid, blocks, d)].set(thetas)[:d]
 
 
 def _own_counts(doc: _Doc, tab: Array, dish: Array, base: _View) -> tuple[_Local, _View]:
@@ -908,7 +946,7 @@ def fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps
     document), seed 004's corrected theta averaged over the second half of the sweeps, each row
     renormalised over the active topics."""
     _check_new_data(state, new_data, num_sweeps)
-    theta = np.asarray(_fold_in_theta(key, state, new_data, params, int(num_sweeps)), np.float64)
+    theta = np.asarray(_fold_in(key, state, new_data, params, num_sweeps), np.float64)
     out = theta[:, _active_order(state)]
     return (out / np.maximum(out.sum(1, keepdims=True), 1e-300)).astype(np.float32)
 
@@ -920,7 +958,8 @@ def held_out_log_likelihood(key: Array, state: State, new_data: Data, params: Pa
     phi, theta from ``fold_in``'s document steps; evaluated in log space (logsumexp), so a long
     document does not underflow. Perplexity = exp(-this / N_test)."""
     _check_new_data(state, new_data, num_sweeps)
-    theta = _fold_in_theta(key, state, new_data, params, int(num_sweeps))
+    theta = _fold_in(key, state, new_data, params, num_sweeps)
+    params = Params(beta=params.beta, chunk_size=params.chunk_size)      # all it depends on
     return float(_log_likelihood(theta, state, new_data, params))
 
 
