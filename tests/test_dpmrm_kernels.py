@@ -245,8 +245,9 @@ def _case(name: str, all_labels: bool = False) -> Enumerated:
 
 
 CASES = {
-    # 3 documents, labels {A}, {A, B}, {B}; 5 tokens over 3 words: 76 configurations
-    "two-labels": dict(docs=[[0, 1], [0, 2], [2]], label_sets=[["A"], ["A", "B"], ["B"]],
+    # 3 documents, labels {A}, {A, B}, {B}; 5 tokens over 2 words, a word repeated inside the
+    # multi-label document (so a table can hold a word twice): 76 configurations
+    "two-labels": dict(docs=[[0, 1], [0, 0], [1]], label_sets=[["A"], ["A", "B"], ["B"]],
                        alpha=1.0, beta=0.5, gamma=1.0, eta=0.5),
 }
 CHAINS = 100_000
@@ -407,3 +408,49 @@ def test_negative_control_without_label_mask_is_rejected() -> None:
     bound = _tv_bound(own, n, FAMILY_ALPHA / 4)
     assert _tv(wrong_counts / n, own) < bound, (_tv(wrong_counts / n, own), bound)
     assert _pooled_chisquare_p(wrong_counts, own) > FAMILY_ALPHA / 4
+
+
+# ------------------------------------------------------------------------------------------
+# the table's Polya predictive, one log per token
+
+
+@pytest.mark.parametrize("length,words,tables", [(40, 6, 5), (10_000, 3, 2)])
+def test_table_predictive_is_the_rising_factorial_ratio(length, words, tables) -> None:
+    """The table step's per-token form (ranks from ``_table_ranks``, terms from ``_log_terms``)
+    equals the lgamma form of the Polya predictive (``ops.block_log_predictive``) of each table's
+    word counts, for every topic, including words repeated inside a table; and in float64 for a
+    10,000-token table, where the product of its factors would underflow any float."""
+    from scipy.special import gammaln
+
+    from jaxtopics.ops import block_log_predictive
+
+    rng = np.random.default_rng(length)
+    m, cv, lmax = words, 7, length + 3
+    slot = np.zeros(lmax, np.int32)
+    slot[:length] = rng.integers(0, m, size=length)
+    tab = np.zeros(lmax, np.int32)
+    tab[:length] = rng.integers(0, tables, size=length)
+    inside = np.arange(lmax) < length
+    doc = dpmrm._Doc(pos=jnp.zeros(lmax, jnp.int32), inside=jnp.asarray(inside),
+                     slot=jnp.asarray(slot), length=jnp.int32(length),
+                     words=jnp.arange(m, dtype=jnp.int32), labels=jnp.zeros(1, jnp.int32),
+                     mask=jnp.ones(1, bool))
+    wt = rng.integers(0, 50, size=(m, cv)).astype(np.int32)
+    nt = (wt.sum(0) + rng.integers(0, 100, size=cv)).astype(np.int32)
+    view = dpmrm._View(jnp.asarray(wt), jnp.asarray(nt), jnp.ones(cv, jnp.int32),
+                       jnp.zeros(cv, jnp.int32), jnp.ones(1, jnp.int32))
+    beta, v = 0.3, 50
+    prev, rank = dpmrm._table_ranks(doc, jnp.asarray(tab))
+    logd = np.asarray(dpmrm._log_terms(doc, view, prev, rank, beta, v), np.float64)
+    for t in range(tables):
+        member = inside & (tab == t)
+        counts = np.bincount(slot[member], minlength=m)
+        got = (logd * member[:, None]).sum(0)
+        ref = block_log_predictive(jnp.asarray(wt), jnp.asarray(counts), jnp.asarray(nt),
+                                   jnp.int32(member.sum()), beta, v * beta)
+        np.testing.assert_allclose(got, np.asarray(ref), rtol=2e-5, atol=1e-3)
+        exact = ((gammaln(wt + beta + counts[:, None]) - gammaln(wt + beta)).sum(0)
+                 - (gammaln(nt + v * beta + member.sum()) - gammaln(nt + v * beta)))
+        np.testing.assert_allclose(got, exact, rtol=1e-5)
+        if length > 1000:
+            assert np.all(exact < -1e3)          # exp() of it is 0 in float64: logs are needed
