@@ -160,8 +160,9 @@ def _small() -> jt.Corpus:
 
 
 def _small_model(capacity: int, sampler: str = "sequential", **kw) -> jt.DPMRM:
+    """`capacity` topic slots and (at most) `capacity` table slots per document to start with."""
     return jt.DPMRM(alpha=2.0, beta=0.2, gamma=3.0, eta=1.0, sampler=sampler, topic_capacity=capacity,
-                    initial_topics=1, **kw)
+                    table_capacity=min(capacity, 2), initial_topics=1, **kw)
 
 
 def _same_state(a, b) -> None:
@@ -171,20 +172,22 @@ def _same_state(a, b) -> None:
 
 
 def test_save_load_resume_with_growth_equals_uninterrupted(tmp_path) -> None:
-    """Capacity 4 grows (outside jit, between sweeps) in both halves; fit 20 + save + load +
-    resume 30 is bitwise the 50-sweep chain; the same seed gives the same chain, another seed
-    another one; the grown state's counts are consistent with its latents."""
+    """Capacities 4 topics / 2 tables grow (outside jit, between sweeps) before and after the
+    save: fit 4 + save + load + resume 46 is bitwise the 50-sweep chain; the same seed gives the
+    same chain, another seed another one; the grown state's counts match its latents."""
     corpus = _small()
-    first = _small_model(4).fit(corpus, num_sweeps=20, seed=3, progress=False)
-    grown_at_20 = first.state.word_topic.shape[1]
-    assert grown_at_20 > 4
+    first = _small_model(4).fit(corpus, num_sweeps=4, seed=3, progress=False)
+    shape_at_4 = (first.state.word_topic.shape[1], first.state.dish.shape[1])
+    assert shape_at_4[0] > 4 and shape_at_4[1] > 2
     first.save(tmp_path / "m.jtm")
     loaded = jt.load(tmp_path / "m.jtm")
-    assert loaded.state.word_topic.shape[1] == grown_at_20
-    loaded.resume(corpus, 30, progress=False)
+    assert (loaded.state.word_topic.shape[1], loaded.state.dish.shape[1]) == shape_at_4
+    loaded.resume(corpus, 46, progress=False)
+    assert loaded.state.word_topic.shape[1] > shape_at_4[0]          # grew again after the load
     straight = _small_model(4).fit(corpus, num_sweeps=50, seed=3, progress=False)
     _same_state(loaded, straight)
-    assert [p[:3] for p in loaded.trace] == [p[:3] for p in straight.trace]
+    resumed = {p.sweep: p[:3] for p in loaded.trace}
+    assert resumed[4][0] == 4 and all(resumed[p.sweep] == p[:3] for p in straight.trace)
     again = _small_model(4).fit(corpus, num_sweeps=50, seed=3, progress=False)
     _same_state(again, straight)
     other = _small_model(4).fit(corpus, num_sweeps=50, seed=4, progress=False)
