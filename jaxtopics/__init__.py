@@ -20,7 +20,9 @@ from .errors import (  # noqa: E402
     UnknownWordsWarning,
 )
 from . import distributed, metrics  # noqa: E402
-from .estimators import DMM, DPMM, LDA, PTM, FittedModel, SentenceLDA, TransformInfo, load  # noqa: E402
+from .estimators import (  # noqa: E402
+    DMM, DPMM, DPMRM, LDA, PTM, FittedModel, SentenceLDA, TransformInfo, load,
+)
 
 __all__ = [
     "__version__",
@@ -28,6 +30,7 @@ __all__ = [
     "CorpusError",
     "DMM",
     "DPMM",
+    "DPMRM",
     "EmptyDocumentError",
     "FittedModel",
     "FormatError",

@@ -43,6 +43,7 @@ def _read_corpus(args: argparse.Namespace) -> Corpus:
                              "counts have no sentence boundaries")
     if args.vocab and fmt != "ldac":
         raise JaxTopicsError(f"--vocab only applies to --format ldac (got --format {fmt})")
+    labelled = _labelled(args, fmt)
     if args.coordinator:                  # a multi-process fit: this process's documents only
         from . import distributed
         if fmt == "ldac":
@@ -53,7 +54,20 @@ def _read_corpus(args: argparse.Namespace) -> Corpus:
         return Corpus.from_ldac(path, vocab=args.vocab)
     if fmt == "jsonl":
         return Corpus.from_jsonl(path, text_key=args.text_key, sentences=sentences)
+    if labelled:
+        return Corpus.from_text_file(path, labelled=True, sentences=sentences)
     return Corpus.from_text_file(path, sentences=sentences)
+
+
+def _labelled(args: argparse.Namespace, fmt: str) -> bool:
+    """Text input carries label sets (``label1--label2<TAB>text``): --labelled, or a model that
+    needs them (``needs_labels``). Only text input has them."""
+    labelled = args.labelled or getattr(_registry()[args.model], "needs_labels", False)
+    if labelled and (fmt != "text" or args.coordinator):
+        raise JaxTopicsError(f"--labelled (label sets, read for --model {args.model}) needs text "
+                             f"input with lines 'label1--label2<TAB>text' (--format text, one "
+                             f"process), got --format {fmt}")
+    return labelled
 
 
 def _estimator(args: argparse.Namespace):
@@ -236,6 +250,9 @@ def _add_model_args(p: argparse.ArgumentParser, *, sweeps: int) -> None:
         p.add_argument(opt.flag, dest=opt.arg, type=opt.type, default=None, help=opt.help)
     p.add_argument("--sentences", action="store_true",
                    help="keep sentence boundaries of text input (implied by models that need them)")
+    p.add_argument("--labelled", action="store_true",
+                   help="text input lines are 'label1--label2<TAB>text' (label sets; implied by "
+                        "models that need them, e.g. dpmrm)")
     p.add_argument("--sweeps", type=int, default=sweeps)
     p.add_argument("--seed", type=int, default=None, help="random seed (default 0)")
     p.add_argument("--eval-every", type=int, default=10)

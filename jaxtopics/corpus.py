@@ -367,6 +367,70 @@ def _encode_labels(labels: Sequence[Any]) -> list[int]:
     return [ids.setdefault(v, len(ids)) for v in labels]
 
 
+def _is_label_sets(labels: Any) -> bool:
+    """True when ``labels`` holds one label *set* per document (multi-label: a list whose
+    entries are lists / tuples / sets of labels) rather than one int label per document."""
+    if labels is None or isinstance(labels, (str, bytes, np.ndarray)):
+        return False
+    if not isinstance(labels, (list, tuple)):
+        return False
+    return any(isinstance(e, (list, tuple, set, frozenset, np.ndarray)) for e in labels)
+
+
+def _label_sets_csr(sets: Any, names: Sequence[str] | None = None
+                    ) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+    """Per-document label sets -> ``(label_offsets int64 [D+1], label_ids int32, label_names)``.
+
+    Each entry is an iterable of labels (str or int) or a single label; repeated labels in one
+    set count once. Without `names`, label ids follow ascending order when every label is an
+    int and first-seen order otherwise; with `names`, ids are positions in it and a label
+    outside it is an error. A document with an empty label set raises CorpusError naming it.
+    """
+    if isinstance(sets, (str, bytes)):
+        raise CorpusError("label sets must be a sequence with one label set per document, "
+                          "got a single string")
+    docs: list[list[Any]] = []
+    for d, entry in enumerate(sets):
+        if isinstance(entry, (str, int, np.integer)) and not isinstance(entry, (bool, np.bool_)):
+            items = [entry]
+        else:
+            try:
+                items = list(entry)
+            except TypeError:
+                raise CorpusError(f"label set of document {d} must be a list of labels, got "
+                                  f"{type(entry).__name__} ({entry!r})") from None
+        seen: dict[str, Any] = {}
+        for x in items:
+            if isinstance(x, (bool, np.bool_)) or not isinstance(x, (str, int, np.integer)):
+                raise CorpusError(f"document {d}: a label must be a str or an int, got "
+                                  f"{type(x).__name__} ({x!r})")
+            if isinstance(x, str) and not x.strip():
+                raise CorpusError(f"document {d}: empty label name {x!r}")
+            seen.setdefault(str(x), x)
+        if not seen:
+            raise CorpusError(f"document {d} has an empty label set (every document needs at "
+                              f"least one label)")
+        docs.append(list(seen.values()))
+    if names is None:
+        if all(isinstance(x, (int, np.integer)) for doc in docs for x in doc):
+            names_t = tuple(str(x) for x in sorted({int(x) for doc in docs for x in doc}))
+        else:
+            names_t = tuple(dict.fromkeys(str(x) for doc in docs for x in doc))
+    else:
+        names_t = _str_tuple(names, "label_names")
+    index = {n: i for i, n in enumerate(names_t)}
+    ids: list[int] = []
+    offsets = [0]
+    for d, doc in enumerate(docs):
+        for x in doc:
+            i = index.get(str(x))
+            if i is None:
+                raise CorpusError(f"document {d}: label {x!r} is not in label_names")
+            ids.append(i)
+        offsets.append(len(ids))
+    return (_frozen(np.asarray(offsets, np.int64)), _frozen(np.asarray(ids, np.int32)), names_t)
+
+
 # --------------------------------------------------------------------------------------------
 
 
@@ -384,6 +448,11 @@ class Corpus:
         doc_names: a title / id per document, or None.
         text_options: how raw texts were turned into tokens (:class:`TextOptions`, set by
             :meth:`from_texts` and the readers built on it), or None.
+        label_offsets, label_ids: multi-label documents (DP-MRM), CSR layout: the label set of
+            document d is ``label_ids[label_offsets[d]:label_offsets[d+1]]`` (int64 [D+1],
+            int32; non-empty, no repeats), ids into ``label_names``. None if unlabelled.
+            ``labels=`` given as one list of labels per document fills these three fields.
+        label_names: the label of each label id, or None.
     """
 
     word_ids: np.ndarray
@@ -393,12 +462,16 @@ class Corpus:
     labels: np.ndarray | None = None
     doc_names: tuple[str, ...] | None = None
     text_options: TextOptions | None = None
+    label_offsets: np.ndarray | None = None
+    label_ids: np.ndarray | None = None
+    label_names: tuple[str, ...] | None = None
 
     # ----------------------------------------------------------------------------------------
     # validation
 
     def __post_init__(self) -> None:
         put = object.__setattr__
+        self._route_label_sets()
         vocab = _str_tuple(self.vocab, "vocab")
         put(self, "vocab", vocab)
         offsets = _int_array(self.doc_offsets, np.int64, "doc_offsets")
@@ -473,6 +546,71 @@ class Corpus:
             raise CorpusError(
                 f"text_options must be a TextOptions or None, got {type(self.text_options).__name__}"
             )
+        self._check_label_sets(d_count)
+
+    def _route_label_sets(self) -> None:
+        """``labels=`` given as one label set per document (lists of labels): store them as the
+        multi-label fields (label_offsets, label_ids, label_names) instead."""
+        if not _is_label_sets(self.labels):
+            return
+        if self.label_offsets is not None or self.label_ids is not None:
+            raise CorpusError("give label sets either as labels= (lists of labels) or as "
+                              "label_offsets/label_ids, not both")
+        offsets, ids, names = _label_sets_csr(self.labels, self.label_names)
+        put = object.__setattr__
+        put(self, "labels", None)
+        put(self, "label_offsets", offsets)
+        put(self, "label_ids", ids)
+        put(self, "label_names", names)
+
+    def _check_label_sets(self, d_count: int) -> None:
+        """Validate the multi-label fields (CSR offsets, ids in range, no empty or repeated set)."""
+        put = object.__setattr__
+        if self.label_offsets is None and self.label_ids is None:
+            if self.label_names is not None:
+                raise CorpusError("label_names given without label sets (labels= or "
+                                  "label_offsets/label_ids)")
+            return
+        if self.label_offsets is None or self.label_ids is None:
+            raise CorpusError("label_offsets and label_ids must be given together")
+        offs = _int_array(self.label_offsets, np.int64, "label_offsets")
+        ids = _int_array(self.label_ids, np.int32, "label_ids")
+        if offs.shape[0] != d_count + 1:
+            raise CorpusError(f"label_offsets has {offs.shape[0]} entries for {d_count} documents "
+                              f"(expected {d_count + 1})")
+        if offs[0] != 0 or offs[-1] != ids.shape[0]:
+            raise CorpusError(f"label_offsets must start at 0 and end at the number of label ids "
+                              f"{ids.shape[0]}, got {offs[0]} and {offs[-1]}")
+        steps = np.diff(offs)
+        if (steps < 0).any():
+            d = int(np.flatnonzero(steps < 0)[0])
+            raise CorpusError(f"label_offsets decrease at document {d}")
+        if (steps == 0).any():
+            d = np.flatnonzero(steps == 0)
+            raise CorpusError(f"document {int(d[0])} has an empty label set (every document "
+                              f"needs at least one label; documents {_shown(d)})")
+        if self.label_names is None:
+            names = tuple(str(i) for i in range(int(ids.max()) + 1 if ids.size else 0))
+        else:
+            names = _str_tuple(self.label_names, "label_names")
+            if len(set(names)) != len(names):
+                dup = next(n for i, n in enumerate(names) if n in names[:i])
+                raise CorpusError(f"label_names has the label {dup!r} twice")
+        doc = np.repeat(np.arange(d_count), steps)
+        bad = (ids < 0) | (ids >= len(names))
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            raise CorpusError(f"label id {int(ids[k])} of document {int(doc[k])} is outside "
+                              f"label_names [0, {len(names)})")
+        key = doc.astype(np.int64) * max(len(names), 1) + ids
+        if np.unique(key).shape[0] != key.shape[0]:
+            order = np.sort(key)
+            k = int(order[np.flatnonzero(np.diff(order) == 0)[0]])
+            raise CorpusError(f"document {k // max(len(names), 1)} repeats label "
+                              f"{names[k % max(len(names), 1)]!r} in its label set")
+        put(self, "label_offsets", offs)
+        put(self, "label_ids", ids)
+        put(self, "label_names", names)
 
     # ----------------------------------------------------------------------------------------
     # sizes and views
@@ -531,6 +669,26 @@ class Corpus:
         """int64 [V] corpus frequency of each word."""
         return np.bincount(self.word_ids, minlength=self.num_words).astype(np.int64)
 
+    @property
+    def num_label_names(self) -> int | None:
+        """L, the number of distinct labels of the label sets, or None if unlabelled."""
+        return None if self.label_names is None else len(self.label_names)
+
+    def label_set(self, d: int) -> tuple[str, ...]:
+        """The labels of document ``d`` (names), in the order given; () if unlabelled."""
+        d = self._check_doc(d)
+        if self.label_offsets is None:
+            return ()
+        ids = self.label_ids[self.label_offsets[d]:self.label_offsets[d + 1]]
+        return tuple(self.label_names[i] for i in ids.tolist())
+
+    @property
+    def label_sets(self) -> list[tuple[str, ...]] | None:
+        """The label set (names) of every document, or None if unlabelled."""
+        if self.label_offsets is None:
+            return None
+        return [self.label_set(d) for d in range(self.num_docs)]
+
     def fingerprint(self, sentences: bool = False) -> str:
         """SHA-256 hex digest of the tokens, document offsets and vocabulary (and, with
         `sentences`, of the sentence boundaries: what a sentence-level model's chain depends on).
@@ -551,6 +709,11 @@ class Corpus:
             h.update(b"sentences\0")
             if self.sentence_offsets is not None:
                 h.update(self.sentence_offsets.astype("<i8", copy=False).tobytes())
+        if self.label_offsets is not None:     # multi-label corpora only (others unchanged)
+            h.update(b"\0label-sets\0")
+            h.update(self.label_offsets.astype("<i8", copy=False).tobytes())
+            h.update(self.label_ids.astype("<i4", copy=False).tobytes())
+            h.update("\n".join(self.label_names).encode("utf-8"))
         return h.hexdigest()
 
     def require_nonempty_docs(self, model: str) -> None:
@@ -612,7 +775,19 @@ class Corpus:
             labels=None if self.labels is None else _frozen(self.labels[idx]),
             doc_names=None if self.doc_names is None else tuple(self.doc_names[i] for i in idx),
             text_options=self.text_options,
+            **self._label_sets_of(idx),
         )
+
+    def _label_sets_of(self, idx: np.ndarray) -> dict[str, Any]:
+        """The multi-label fields of the documents `idx` (same label_names, so label ids keep
+        their meaning across a train / held-out split)."""
+        if self.label_offsets is None:
+            return {}
+        starts = self.label_offsets[idx]
+        lengths = np.diff(self.label_offsets)[idx]
+        return dict(label_offsets=_frozen(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)),
+                    label_ids=_frozen(self.label_ids[_ranges(starts, lengths)]),
+                    label_names=self.label_names)
 
     def __repr__(self) -> str:
         extra = ""
@@ -620,6 +795,8 @@ class Corpus:
             extra += f", num_sentences={self.num_sentences}"
         if self.labels is not None:
             extra += f", num_labels={len(np.unique(self.labels))}"
+        if self.label_names is not None:
+            extra += f", label_sets over {len(self.label_names)} labels"
         return (
             f"Corpus(num_docs={self.num_docs}, num_tokens={self.num_tokens}, "
             f"num_words={self.num_words}{extra})"
@@ -639,8 +816,12 @@ class Corpus:
         labels: Any = None,
         doc_names: Sequence[str] | None = None,
         text_options: TextOptions | None = None,
+        label_names: Sequence[str] | None = None,
     ) -> Corpus:
-        """Validate and wrap arrays (see the class attributes for their meaning)."""
+        """Validate and wrap arrays (see the class attributes for their meaning).
+
+        ``labels`` is one int per document, or one label set (a list of str / int labels) per
+        document for multi-label models; ``label_names`` then fixes the id of each label."""
         return cls(
             word_ids=word_ids,
             doc_offsets=doc_offsets,
@@ -649,6 +830,7 @@ class Corpus:
             labels=labels,
             doc_names=doc_names,
             text_options=text_options,
+            label_names=None if label_names is None else tuple(label_names),
         )
 
     @classmethod
@@ -661,12 +843,15 @@ class Corpus:
         sentences: bool = False,
         labels: Any = None,
         doc_names: Sequence[str] | None = None,
+        label_names: Sequence[str] | None = None,
     ) -> Corpus:
         """Build from documents given as lists of string tokens.
 
         With ``sentences=True`` each document is a list of sentences, each a list of tokens.
         Without ``vocab`` the vocabulary is built in first-seen order. With ``vocab``, a token
         outside it raises CorpusError (``unknown="error"``) or is dropped (``unknown="drop"``).
+        ``labels``: one int per document, or one label set (list of labels) per document;
+        ``label_names`` fixes the label ids of label sets (e.g. those of a training corpus).
         """
         if unknown not in ("error", "drop"):
             raise ParameterError(f"unknown must be 'error' or 'drop', got {unknown!r}")
@@ -744,6 +929,7 @@ class Corpus:
             else None,
             labels=labels,
             doc_names=doc_names,
+            label_names=None if label_names is None else tuple(label_names),
         )
 
     @staticmethod
@@ -768,6 +954,7 @@ class Corpus:
         sentences: bool = False,
         labels: Any = None,
         doc_names: Sequence[str] | None = None,
+        label_names: Sequence[str] | None = None,
     ) -> Corpus:
         """Tokenise raw texts and build a corpus.
 
@@ -828,6 +1015,7 @@ class Corpus:
             sentences=sentences,
             labels=labels,
             doc_names=doc_names,
+            label_names=label_names,
         )
         return dataclasses.replace(corpus, text_options=options)
 
@@ -998,6 +1186,16 @@ class Corpus:
         return cls.from_texts(texts, **from_texts_kwargs)
 
     @classmethod
-    def from_text_file(cls, path: str | os.PathLike[str], **from_texts_kwargs: Any) -> Corpus:
-        """Read one document per line and tokenise with :meth:`from_texts`."""
-        return cls.from_texts(_io.read_text_lines(path), **from_texts_kwargs)
+    def from_text_file(cls, path: str | os.PathLike[str], labelled: bool = False,
+                       **from_texts_kwargs: Any) -> Corpus:
+        """Read one document per line and tokenise with :meth:`from_texts`.
+
+        ``labelled=True`` reads TopicModel4J's labelled lines ``label1--label2<TAB>text``: each
+        document's label set (for multi-label models such as DP-MRM) comes before the first tab.
+        """
+        if not labelled:
+            return cls.from_texts(_io.read_text_lines(path), **from_texts_kwargs)
+        if "labels" in from_texts_kwargs:
+            raise ParameterError("labelled=True reads the labels from the file; do not pass labels=")
+        label_sets, texts = _io.read_labelled_text_lines(path)
+        return cls.from_texts(texts, labels=label_sets, **from_texts_kwargs)

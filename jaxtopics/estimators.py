@@ -29,11 +29,11 @@ from .corpus import Corpus, TextOptions, split_sentences
 from .errors import CorpusError, FormatError, ParameterError, UnknownWordsWarning
 from .fit import TracePoint, chain_keys, run_sweeps
 from .io import decode_strings, encode_strings, load_model_file, save_model_file
-from .models import dmm, dpmm, lda, ptm, slda
+from .models import dmm, dpmm, dpmrm, lda, ptm, slda
 from .validate import INT32_MAX, check_int, check_positive_int, check_seed, seed_key
 
-__all__ = ["LDA", "DMM", "DPMM", "PTM", "SentenceLDA", "FittedModel", "Option", "TransformInfo",
-           "load", "MODELS"]
+__all__ = ["LDA", "DMM", "DPMM", "DPMRM", "PTM", "SentenceLDA", "FittedModel", "Option",
+           "TransformInfo", "load", "MODELS"]
 
 #: model name -> estimator class (filled by ``_Estimator.__init_subclass__``), for load() and the CLI
 MODELS: dict[str, type["_Estimator"]] = {}
@@ -289,6 +289,22 @@ class FittedModel:
         theta = self._module.fold_in(key, self._state, data, self.params, num_sweeps)
         return np.asarray(theta)[:info.num_docs]
 
+    def perplexity(self, corpus: Corpus, num_sweeps: int = 50, seed: int = 0) -> float:
+        """Held-out perplexity exp(-log p(corpus) / N) of unseen documents (in log space), for the
+        models whose module defines ``held_out_log_likelihood(key, state, data, params,
+        num_sweeps)`` (e.g. DP-MRM: fold-in against the fitted topics, seed 004's corrected theta)."""
+        fn = getattr(self._module, "held_out_log_likelihood", None)
+        if fn is None:
+            raise ParameterError(f"perplexity: the {self.model!r} model has no held-out likelihood")
+        if not isinstance(corpus, Corpus):
+            raise CorpusError(f"perplexity expects a jaxtopics.Corpus, got {type(corpus).__name__}")
+        if corpus.num_words > len(self.vocab):
+            raise CorpusError(f"perplexity: corpus has {corpus.num_words} words, "
+                              f"model vocabulary {len(self.vocab)}")
+        data = self._module.prepare(corpus, self.params)
+        ll = fn(jax.random.key(seed), self._state, data, self.params, num_sweeps)
+        return float(np.exp(-float(ll) / max(corpus.num_tokens, 1)))
+
     def save(self, path: str | os.PathLike) -> None:
         """Write the model to one file (npz + json metadata, version-tagged, atomic)."""
         state = self._state            # every process of a multi-process run gathers it ...
@@ -503,6 +519,50 @@ class PTM(_Estimator):
             sampler=sampler, num_blocks=num_blocks, chunk_size=chunk_size))
 
 
+class DPMRM(_Estimator):
+    """DP-MRM, Dirichlet process with mixed random measures (Kim et al. ICML 2012, seed 004): a
+    nonparametric topic model of multi-label documents, each label with its own DP over topics.
+
+    ``DPMRM(alpha=1.0, beta=0.05, gamma=1.0, eta=1.0, sampler="parallel")`` on a corpus with a
+    label set on every document (``Corpus.from_texts(texts, labels=[["a", "b"], ["a"], ...])`` or
+    ``Corpus.from_text_file(path, labelled=True)`` for ``label1--label2<TAB>text`` lines).
+    alpha: document DP concentration; beta: topic-word Dirichlet; gamma: every label's DP
+    concentration; eta: Dirichlet over a document's labels. Samplers: "parallel" (blocks of
+    documents at once, the fast default), "sequential" (exact collapsed Gibbs over tables,
+    labels and topics). Fitted, over the active topics: ``topic_word``, ``doc_topic`` (corrected
+    theta), ``topic_label`` (label id of each topic; names in ``corpus.label_names``),
+    ``topics_per_label``, ``label_topic`` (label-topic weights), ``doc_label``,
+    ``num_active_topics``, ``topic_sizes``; ``perplexity(held_out)``. See
+    ``jaxtopics.models.dpmrm``.
+    """
+
+    name = "dpmrm"
+    module = dpmrm
+    options = (Option("--gamma", "gamma", float, "concentration of each label's DP over topics (dpmrm)"),
+               Option("--eta", "eta", float, "Dirichlet over a document's labels (dpmrm)"))
+    #: the corpus must carry label sets (the CLI reads ``label1--label2<TAB>text`` lines)
+    needs_labels = True
+
+    def __init__(self, alpha: float = 1.0, beta: float = 0.05, gamma: float = 1.0, eta: float = 1.0,
+                 sampler: str = "parallel", *, initial_topics: int = 4, num_blocks: int = 64,
+                 topic_capacity: int = 0, table_capacity: int = 0, chunk_size: int = 8192):
+        params = dpmrm.check_params(dpmrm.Params(          # refuses bools, strings, inf, <= 0
+            alpha=alpha, beta=beta, gamma=gamma, eta=eta, sampler=sampler, num_blocks=num_blocks,
+            topic_capacity=topic_capacity, table_capacity=table_capacity,
+            initial_topics=initial_topics, chunk_size=chunk_size))
+        self.params = params._replace(alpha=float(alpha), beta=float(beta), gamma=float(gamma),
+                                      eta=float(eta), num_blocks=int(num_blocks),
+                                      topic_capacity=int(topic_capacity),
+                                      table_capacity=int(table_capacity),
+                                      initial_topics=int(initial_topics), chunk_size=int(chunk_size))
+
+    def fit(self, corpus: Corpus, *args: Any, **kwargs: Any) -> FittedModel:
+        """``_Estimator.fit`` after checking the corpus: label sets present, every label used."""
+        if isinstance(corpus, Corpus):
+            dpmrm.check_training_corpus(corpus)
+        return super().fit(corpus, *args, **kwargs)
+
+
 def _number(x: Any, name: str) -> float:
     """A real number (not a bool or a string) as a float; the model's check_params checks its
     range (``validate.check_float32``)."""
@@ -536,7 +596,12 @@ def _map_new_documents(model: FittedModel, docs: Any) -> tuple[Corpus, Transform
     sentences left empty); documents are kept. A result without any token gets one dummy
     document at the end (its theta is not returned)."""
     index = {w: i for i, w in enumerate(model.vocab)}
+    labels: dict[str, Any] = {}
     if isinstance(docs, Corpus):
+        if docs.label_offsets is not None:      # label sets travel with their documents
+            labels = {"labels": docs.label_sets, "label_names": docs.label_names}
+        elif docs.labels is not None:
+            labels = {"labels": docs.labels}
         lookup = np.fromiter((index.get(w, -1) for w in docs.vocab), np.int64, docs.num_words)
         mapped, offsets, sentences = lookup[docs.word_ids], docs.doc_offsets, docs.sentence_offsets
         words = docs.vocab
@@ -561,7 +626,9 @@ def _map_new_documents(model: FittedModel, docs: Any) -> tuple[Corpus, Transform
     if ids.shape[0] == 0:      # a corpus needs a token: one dummy document at the end
         ids, offsets = np.zeros(1, np.int32), np.append(offsets, 1)
         sentences = None if sentences is None else np.asarray([0, 1])
-    return Corpus.from_arrays(ids, offsets, model.vocab, sentence_offsets=sentences), info
+        if "labels" in labels:
+            labels["labels"] = list(labels["labels"]) + [labels["labels"][-1]]
+    return Corpus.from_arrays(ids, offsets, model.vocab, sentence_offsets=sentences, **labels), info
 
 
 def _tokenise_new_texts(model: FittedModel, docs: Any) -> tuple[list[str], np.ndarray, np.ndarray | None]:

@@ -35,6 +35,7 @@ __all__ = [
     "write_vocab",
     "read_uci",
     "read_text_lines",
+    "read_labelled_text_lines",
     "read_jsonl",
     "atomic_path",
     "atomic_write_bytes",
@@ -362,6 +363,31 @@ def read_uci(
 def read_text_lines(path: PathLike) -> list[str]:
     """Read one document per line (a blank line is an empty document, kept)."""
     return _lines(_read_text(path))
+
+
+def read_labelled_text_lines(path: PathLike) -> tuple[list[list[str]], list[str]]:
+    """Read TopicModel4J's labelled text: one document per line, ``label1--label2<TAB>text``.
+
+    Returns ``(label_sets, texts)``: the labels before the first tab, split at ``--`` and
+    stripped (repeats kept; the corpus counts a label once), and the text after it. A line
+    without a tab, with no label, or with an empty label name raises FormatError (path:line).
+    """
+    label_sets: list[list[str]] = []
+    texts: list[str] = []
+    for i, line in enumerate(_lines(_read_text(path))):
+        head, tab, text = line.partition("\t")
+        if not tab:
+            raise FormatError("expected 'label1--label2<TAB>text' (no tab on this line)", path, i + 1)
+        labels = [x.strip() for x in head.split("--")]
+        if not head.strip():
+            raise FormatError("empty label set before the tab (every document needs a label)",
+                              path, i + 1)
+        if any(not x for x in labels):
+            raise FormatError(f"empty label name in {head!r} (labels are separated by '--')",
+                              path, i + 1)
+        label_sets.append(labels)
+        texts.append(text)
+    return label_sets, texts
 
 
 def read_jsonl(

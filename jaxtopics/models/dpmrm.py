@@ -1,0 +1,981 @@
+"""DP-MRM: Dirichlet process with mixed random measures (Kim, Kim & Oh, ICML 2012), seed 004.
+
+A topic model for multi-label documents. Every label k has its own random measure over topics,
+G_k ~ DP(gamma, Dir(beta)); document j with label set label(j) (r_jk = 1 for its labels) mixes the
+measures of its labels, psi_j ~ Dir(eta r_j), G_j ~ DP(alpha, sum_k psi_jk G_k); every token
+draws a topic from G_j and its word from that topic. In the Chinese-restaurant-franchise form
+(seed 004) token i of document j sits at a table t_ji; table t carries a label k_jt in label(j)
+and a dish l_jt, one of label k's topics. Collapsing G_k, psi_j, G_j and the topics gives the
+Gibbs conditionals, with n_jt tokens at table t of document j, m_jk tables of j with label k
+(m_j = sum_k m_jk), m_kl tables of label k eating topic l (m_k = sum_l m_kl), f_kl(x) the Polya
+predictive of words x under topic (k, l) (1/V per token for a new topic):
+
+    table of token i:   p(t_ji = t) ∝ n_jt^-ji f_{k_jt l_jt}(x_ji)                        (existing)
+                        p(t_ji = new, k, l) ∝ alpha (m_jk + eta) / (m_j + |label(j)| eta)
+                            * {m_kl / (m_k + gamma), gamma / (m_k + gamma) for l = new} f_kl(x_ji)
+    label and topic of a table (paper eq. 9-10 with seed 004's corrections: the block of the
+    table's tokens x_jt, not x_ji, and the r_j mask):
+                        p(k_jt = k, l_jt = l) ∝ r_jk (m_jk^-jt + eta)
+                            * {m_kl^-jt, gamma for l = new} / (m_k^-jt + gamma) f_kl^-jt(x_jt)
+
+p(k_jt = k) is zero when label k is not on document j (r_jk = 0), the correction of seed 004.
+The multi-token f_kl(x_jt) is a ratio of rising factorials evaluated in log space, one log
+per token (``_table_step``): a table of 10,000 tokens does not underflow. Topics are global
+slots, each owned by one label (``topic_label``); the pair (k, l) of the paper is a slot whose owner is k.
+
+The collapsed log joint (``log_joint``) is the product of a CRP(alpha) over the tables of every
+document, a Polya(eta) urn over the labels of every document's tables (restricted to label(j)),
+a CRP(gamma) over the topics of every label's tables and a Polya(beta) over each topic's words.
+
+Kernels (``Params.sampler``); both visit documents, and within a document its tokens (table
+step) then its tables (label-and-topic step):
+
+- ``"sequential"``: exact collapsed Gibbs, document by document in corpus order. A document's
+  steps run on a *view* of the global counts (its own words' rows of the word-topic table, the
+  topic and label totals) that is exact throughout; topics it opens live in private slots of the
+  view and get global slots when the document is written back (slot identity is irrelevant to
+  the partition, so this is exact).
+- ``"parallel"`` (default): documents are dealt round-robin into ``num_blocks`` blocks
+  (``ops.strided_blocks``); the documents of a block run their document steps at once (vmap),
+  each on a view of the counts at the block's start plus its own moves, and the counts are
+  refreshed exactly between blocks (the moves of a block are summed; each document only removes
+  its own tokens and tables, so counts stay exact and non-negative). What it approximates: a
+  document does not see the other documents of its block move within the block (as LDA's
+  blocked sweep), and topics opened in a block are private to the document that opened them
+  until the block ends, when a sequential pass gives each one a free global slot (two documents
+  of a block cannot open one shared new topic). With one document per block
+  (``num_blocks >= D``) it is the sequential kernel, bit for bit.
+
+Capacities are static shapes with active masks: topic slots (``word_topic`` columns, active
+where ``topic_tables > 0``) and table slots per document (active where ``table_size > 0``). A
+sweep that needs a slot it does not have reports ``SweepInfo.overflow``; the driver discards it,
+calls ``grow`` (double and re-pad, outside jit) and redoes it with the same key: never a silent cap.
+
+Read-outs (``estimate``) are over the active topics, ordered by label then slot. The document-
+topic estimate is seed 004's corrected theta (2012/8/22):
+
+    theta_jkl = (n_jkl + alpha (m_jk + eta) / (m_j + |label(j)| eta) * m_kl / (m_k + gamma))
+                / (n_j + alpha),                                                 r_jk = 1,
+
+and the new-topic mass of label k, theta_jk,new = alpha (m_jk + eta) / (m_j + |label(j)| eta)
+* gamma / (m_k + gamma) / (n_j + alpha), with psi_new = 1/V for held-out likelihoods. (Seed
+004's 8/23 note writes the new-topic term as alpha gamma / ((n_jk + alpha)(m_k + gamma)), the form
+that matches the paper's per-label theta; with the corrected theta the term carries the same
+label weight and 1/(n_j + alpha), so that theta over all (k, l) and the new topics sums to 1.)
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import Array
+
+from ..corpus import Corpus
+from ..errors import CorpusError, ParameterError
+from ..ops import (
+    categorical,
+    categorical_logits,
+    chunked_map,
+    count_table,
+    dirichlet_multinomial_log_evidence,
+    log_rising_factorial,
+    strided_blocks,
+)
+
+__all__ = [
+    "Params", "State", "Data", "SweepInfo", "SAMPLERS",
+    "check_params", "check_training_corpus", "prepare", "init", "state_from_assignments",
+    "sweep", "grow", "log_joint", "estimate", "fold_in", "held_out_log_likelihood",
+    "assignments", "rebuild",
+]
+
+SAMPLERS = ("parallel", "sequential")
+
+_FLOAT32_RANGE = (1e-30, 1e30)
+
+
+class Params(NamedTuple):
+    """DP-MRM hyper-parameters and kernel settings (hashable: static under jit).
+
+    alpha: concentration of every document's DP (over tables). beta: symmetric topic-word
+    Dirichlet. gamma: concentration of every label's DP over topics (gamma_k = gamma).
+    eta: symmetric Dirichlet over the labels of a document (label mixing weights psi_j).
+    sampler: "parallel" | "sequential". num_blocks: document blocks per parallel sweep.
+    topic_capacity, table_capacity: topic slots and table slots per document of the initial
+    state (0 = automatic); grown by doubling when a sweep needs more (never a cap).
+    initial_topics: topics per label in the initial state (see ``init``). Like every Gibbs
+    sampler of a DP mixture, the chain removes surplus topics (their tables drift to the big
+    topics) far more readily than it splits a topic that mixes two, so start at or above the
+    number of topics a label is expected to need.
+    chunk_size: tokens per chunk when held-out likelihoods are evaluated.
+    """
+
+    alpha: float = 1.0
+    beta: float = 0.05
+    gamma: float = 1.0
+    eta: float = 1.0
+    sampler: str = "parallel"
+    num_blocks: int = 64
+    topic_capacity: int = 0
+    table_capacity: int = 0
+    initial_topics: int = 4
+    chunk_size: int = 8192
+
+
+class Data(NamedTuple):
+    """Device layout of a multi-label corpus. Document arrays have one dummy row at index D (no
+    tokens, label 0), the target of the padding slots of the blocks.
+
+    word, doc, slot: [N] word, document and distinct-word slot (index into the document's
+    ``doc_words`` row) of every token. doc_start, doc_len: [D+1] token slice of each document.
+    doc_words: [D+1, M] distinct words of each document (padded with word 0).
+    doc_labels: [D+1, R] label ids of each document (padded with 0), label_mask: [D+1, R].
+    label_docs: [L] documents per label. word_freq: [V] corpus frequency of each word.
+    token_offsets: [Lmax] = arange(longest document). blocks: [B, C] document indices per
+    parallel block (D = padding); valid: [B, C] bool.
+    """
+
+    word: Array
+    doc: Array
+    slot: Array
+    doc_start: Array
+    doc_len: Array
+    doc_words: Array
+    doc_labels: Array
+    label_mask: Array
+    label_docs: Array
+    word_freq: Array
+    token_offsets: Array
+    blocks: Array
+    valid: Array
+
+
+class State(NamedTuple):
+    """Chain state (int32). Latents: table [N] (table slot of each token in its document), dish
+    [D+1, T] (topic slot of each table; 0 where the table is empty), topic_label [C] (label owning
+    each topic slot; 0 where the slot is free). Counts consistent with them: table_size [D+1, T]
+    (n_jt), doc_label_tables [D+1, R] (m_jk over the document's label slots), topic_tables [C]
+    (m_kl), label_tables [L] (m_k), word_topic [V, C] (n_klw), topic [C] (n_kl). Constants kept so
+    that read-outs need no corpus: token_doc [N], doc_labels [D+1, R] (-1 on padding).
+    T and C (the capacities) are the shapes, grown by ``grow``."""
+
+    table: Array
+    dish: Array
+    topic_label: Array
+    table_size: Array
+    doc_label_tables: Array
+    topic_tables: Array
+    label_tables: Array
+    word_topic: Array
+    topic: Array
+    token_doc: Array
+    doc_labels: Array
+
+
+class SweepInfo(NamedTuple):
+    """Per-sweep diagnostics: changed = tokens whose topic changed (int32); overflow = the sweep
+    needed a topic or table slot the state does not have (the driver grows and redoes it);
+    num_topics = active topics after the sweep."""
+
+    changed: Array
+    overflow: Array
+    num_topics: Array
+
+
+def check_params(params: Params) -> Params:
+    """Validate hyper-parameters; raises ParameterError naming the bad field."""
+    for name in ("alpha", "beta", "gamma", "eta"):
+        v = getattr(params, name)
+        if (isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating))
+                or not np.isfinite(v) or v <= 0):
+            raise ParameterError(f"{name} must be a finite number > 0, got {v!r}")
+        if not _FLOAT32_RANGE[0] <= v <= _FLOAT32_RANGE[1]:
+            raise ParameterError(f"{name} = {v!r} is outside the float32 range the sampler "
+                                 f"computes in [{_FLOAT32_RANGE[0]:g}, {_FLOAT32_RANGE[1]:g}]")
+    if params.sampler not in SAMPLERS:
+        raise ParameterError(f"sampler must be one of {SAMPLERS}, got {params.sampler!r}")
+    for name, low in (("num_blocks", 1), ("topic_capacity", 0), ("table_capacity", 0),
+                      ("initial_topics", 1), ("chunk_size", 1)):
+        v = getattr(params, name)
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < low:
+            raise ParameterError(f"{name} must be an integer >= {low}, got {v!r}")
+        if v >= 2**30:
+            raise ParameterError(f"{name} = {v} is too large (< 2^30)")
+    return params
+
+
+def _require_label_sets(corpus: Corpus) -> None:
+    if corpus.label_offsets is None:
+        raise CorpusError(
+            "DP-MRM needs a label set on every document, and this corpus has none (labels "
+            "missing): build it with labels= one list of labels per document (e.g. "
+            "Corpus.from_texts(texts, labels=[['sports', 'politics'], ...])) or read "
+            "'label1--label2<TAB>text' lines with Corpus.from_text_file(path, labelled=True)")
+
+
+def check_training_corpus(corpus: Corpus) -> None:
+    """A corpus DP-MRM can be fitted on: label sets present and every label on some document
+    (a label with no documents is almost always a mistake in ``label_names``). Held-out
+    corpora only need label sets over the fitted labels."""
+    _require_label_sets(corpus)
+    per_label = np.bincount(corpus.label_ids, minlength=len(corpus.label_names))
+    unused = np.flatnonzero(per_label == 0)
+    if unused.size:
+        names = ", ".join(repr(corpus.label_names[i]) for i in unused[:5])
+        raise CorpusError(f"label {names} (id {int(unused[0])}) has no documents: every label of "
+                          f"label_names must be on at least one document ({unused.size} unused)")
+
+
+def prepare(corpus: Corpus, params: Params) -> Data:
+    """Lay the corpus out for document sweeps: token slots, distinct words and label sets of
+    every document, document blocks. Raises CorpusError when the corpus has no label sets."""
+    _require_label_sets(corpus)
+    n, d, v = corpus.num_tokens, corpus.num_docs, corpus.num_words
+    doc = corpus.doc_index.astype(np.int64)
+    words = corpus.word_ids.astype(np.int64)
+    keys, inverse = np.unique(doc * v + words, return_inverse=True)
+    key_doc = keys // v
+    per_doc = np.bincount(key_doc, minlength=d)
+    first = np.concatenate([[0], np.cumsum(per_doc)[:-1]])
+    slot = inverse.reshape(-1) - first[doc]
+    m = max(int(per_doc.max()), 1)
+    doc_words = np.zeros((d + 1, m), np.int32)
+    doc_words[key_doc, np.arange(keys.shape[0]) - first[key_doc]] = keys % v
+    counts = np.diff(corpus.label_offsets)
+    r = int(counts.max())
+    doc_labels = np.zeros((d + 1, r), np.int32)
+    label_mask = np.zeros((d + 1, r), bool)
+    rows = np.repeat(np.arange(d), counts)
+    cols = np.arange(corpus.label_ids.shape[0]) - np.repeat(corpus.label_offsets[:-1], counts)
+    doc_labels[rows, cols] = corpus.label_ids
+    label_mask[rows, cols] = True
+    label_mask[d, 0] = True                              # the dummy document: label 0, no tokens
+    lengths = corpus.doc_lengths
+    blocks, valid = strided_blocks(d, params.num_blocks)
+    i32 = lambda x: jnp.asarray(np.asarray(x).astype(np.int32))
+    return Data(
+        word=i32(words), doc=i32(doc), slot=i32(slot),
+        doc_start=i32(np.append(corpus.doc_offsets[:-1], n)), doc_len=i32(np.append(lengths, 0)),
+        doc_words=jnp.asarray(doc_words), doc_labels=jnp.asarray(doc_labels),
+        label_mask=jnp.asarray(label_mask),
+        label_docs=i32(np.bincount(corpus.label_ids, minlength=len(corpus.label_names))),
+        word_freq=i32(np.bincount(corpus.word_ids, minlength=v)),
+        token_offsets=i32(np.arange(max(int(lengths.max()), 1))),
+        blocks=jnp.asarray(blocks), valid=jnp.asarray(valid),
+    )
+
+
+def _sizes(data: Data) -> tuple[int, int, int, int, int]:
+    """(N tokens, D docs, V words, L labels, R label slots per document), static."""
+    return (data.word.shape[0], data.doc_start.shape[0] - 1, data.word_freq.shape[0],
+            data.label_docs.shape[0], data.doc_labels.shape[1])
+
+
+def _table_cap(data: Data) -> int:
+    """Table slots a document can ever need: its tokens (at least its label slots for init)."""
+    return max(data.token_offsets.shape[0], data.doc_labels.shape[1])
+
+
+@jax.jit
+def state_from_assignments(table: Array, dish: Array, topic_label: Array, data: Data) -> State:
+    """Build a consistent state from the latents: the table of every token [N], the topic slot of
+    every table [D+1, T] and the label of every topic slot [C] (values on empty tables / free
+    slots are ignored and set to 0). Capacities are the shapes of `dish` and `topic_label`."""
+    n, d, v, num_labels, _ = _sizes(data)
+    t_cap, c_cap = dish.shape[1], topic_label.shape[0]
+    table = jnp.asarray(table, jnp.int32)
+    size = count_table((d + 1, t_cap), data.doc, table)
+    active = size > 0
+    dish = jnp.where(active, jnp.asarray(dish, jnp.int32), 0)
+    topic_tables = count_table((c_cap,), dish.reshape(-1), weights=active.reshape(-1))
+    topic_label = jnp.where(topic_tables > 0, jnp.asarray(topic_label, jnp.int32), 0)
+    table_label = topic_label[dish]                                                    # [D+1, T]
+    match = ((table_label[:, :, None] == data.doc_labels[:, None, :]) & data.label_mask[:, None, :]
+             & active[:, :, None])
+    tok_topic = dish[data.doc, table]
+    return State(
+        table=table, dish=dish, topic_label=topic_label, table_size=size,
+        doc_label_tables=jnp.sum(match, axis=1, dtype=jnp.int32),
+        topic_tables=topic_tables,
+        label_tables=count_table((num_labels,), topic_label, weights=topic_tables),
+        word_topic=count_table((v, c_cap), data.word, tok_topic),
+        topic=count_table((c_cap,), tok_topic),
+        token_doc=data.doc,
+        doc_labels=jnp.where(data.label_mask, data.doc_labels, -1).at[d].set(-1),
+    )
+
+
+@partial(jax.jit, static_argnums=(2,))     # one compilation, not one per eager op
+def init(key: Array, data: Data, params: Params) -> State:
+    """Initial state, LDA-like: every label owns ``initial_topics`` topics (slots label * I + i);
+    every token draws one of its document's labels and one of that label's topics uniformly, and
+    the tokens of a document that drew the same topic share one table. Tokens then move between
+    their document's tables (one per topic it uses) as LDA tokens move between topics, while the
+    table and topic steps open, merge and close tables and topics."""
+    n, d, _, num_labels, r = _sizes(data)
+    per_label = params.initial_topics
+    c_cap = max(params.topic_capacity or 2 * num_labels * per_label, num_labels * per_label)
+    # a document uses at most min(its tokens, its labels x initial_topics) tables
+    t_cap = min(max(params.table_capacity or 8, r * per_label), _table_cap(data))
+    k_label, k_topic = jax.random.split(key)
+    per_doc = jnp.sum(data.label_mask, axis=1)[data.doc]
+    slot = jnp.minimum((jax.random.uniform(k_label, (n,)) * per_doc).astype(jnp.int32), per_doc - 1)
+    topic = (data.doc_labels[data.doc, slot] * per_label
+             + jnp.minimum((jax.random.uniform(k_topic, (n,)) * per_label).astype(jnp.int32),
+                           per_label - 1))
+    # table of each token: rank of its topic among the topics its document uses
+    order = jnp.lexsort((topic, data.doc))
+    s_doc, s_topic = data.doc[order], topic[order]
+    new = jnp.concatenate([jnp.ones((1,), bool),
+                           (s_doc[1:] != s_doc[:-1]) | (s_topic[1:] != s_topic[:-1])])
+    group = jnp.cumsum(new.astype(jnp.int32)) - 1
+    first = jax.ops.segment_min(group, s_doc, num_segments=d + 1)
+    table = jnp.zeros((n,), jnp.int32).at[order].set(group - first[s_doc])
+    dish = jnp.zeros((d + 1, t_cap), jnp.int32).at[data.doc, table].set(topic)
+    return state_from_assignments(table, dish, jnp.arange(c_cap, dtype=jnp.int32) // per_label, data)
+
+
+def grow(state: State, data: Data, params: Params) -> State:
+    """Double the topic capacity, the table capacity, or both, and re-pad (host side).
+
+    The sweep that overflowed is discarded, so which capacity ran out is not known here: each
+    capacity at least half in use is doubled, and both when neither is (a redo that overflows
+    again grows again, so the chain always gets the room it needs). Tables never exceed the
+    longest document's tokens, so the table capacity stops there."""
+    t_cap, c_cap = state.dish.shape[1], state.topic.shape[0]
+    tables_used = int(jnp.max(jnp.sum(state.table_size > 0, axis=1)))
+    topics_used = int(jnp.sum(state.topic_tables > 0))
+    can_t = t_cap < _table_cap(data)
+    grow_t = can_t and 2 * tables_used >= t_cap
+    grow_c = 2 * topics_used >= c_cap
+    if not (grow_t or grow_c):
+        grow_t, grow_c = can_t, True
+    new_t = min(2 * t_cap, _table_cap(data)) if grow_t else t_cap
+    new_c = 2 * c_cap if grow_c else c_cap
+
+    def pad(x, size):
+        return jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, size - x.shape[-1])])
+
+    return state._replace(
+        dish=pad(state.dish, new_t), table_size=pad(state.table_size, new_t),
+        topic_label=pad(state.topic_label, new_c), topic_tables=pad(state.topic_tables, new_c),
+        word_topic=pad(state.word_topic, new_c), topic=pad(state.topic, new_c))
+
+
+# --------------------------------------------------------------------------------------------
+# the document step: tokens, then tables, of one document on a view of the global counts
+
+
+class _Doc(NamedTuple):
+    """Per-document inputs (batched over a block's documents: leading axis B).
+    pos [Lmax]: token positions (N on padding); inside [Lmax]; slot [Lmax]: distinct-word slot
+    of each token; length []; words [M]; labels [R] (0 on padding); mask [R]."""
+
+    pos: Array
+    inside: Array
+    slot: Array
+    length: Array
+    words: Array
+    labels: Array
+    mask: Array
+
+
+class _Local(NamedTuple):
+    """A document's own latents and counts: tab [Lmax] table of each token, size [T] n_jt,
+    dish [T] topic of each table (a view column), mjr [R] tables per label slot (m_jk)."""
+
+    tab: Array
+    size: Array
+    dish: Array
+    mjr: Array
+
+
+class _View(NamedTuple):
+    """The global counts a document's steps read, kept exact under its own moves: wt [M, C+P]
+    (word-topic rows of the document's distinct words), nt, mt, tl [C+P] (tokens, tables and
+    owner label of every topic), ml [L] (tables per label). Columns C.. are P private slots for
+    the topics the document opens (given global slots when it is written back)."""
+
+    wt: Array
+    nt: Array
+    mt: Array
+    tl: Array
+    ml: Array
+
+
+def _doc_inputs(data: Data, idx: Array) -> _Doc:
+    n = data.word.shape[0]
+    pos = data.doc_start[idx][:, None] + data.token_offsets[None, :]
+    inside = data.token_offsets[None, :] < data.doc_len[idx][:, None]
+    pos = jnp.where(inside, pos, n)
+    slot = jnp.where(inside, data.slot[jnp.minimum(pos, n - 1)], 0)
+    return _Doc(pos, inside, slot, data.doc_len[idx], data.doc_words[idx], data.doc_labels[idx],
+                data.label_mask[idx])
+
+
+def _label_slot(doc: _Doc, label: Array) -> Array:
+    """[R] int32 one-hot of `label`'s slot in the document's label set (zeros if absent)."""
+    return ((doc.labels == label) & doc.mask).astype(jnp.int32)
+
+
+def _label_weight(doc: _Doc, tl: Array, per_slot: Array, fill) -> Array:
+    """[C+P]: per_slot[r] for the topics owned by the document's label r, `fill` elsewhere."""
+    match = (doc.labels[:, None] == tl[None, :]) & doc.mask[:, None]
+    return jnp.max(jnp.where(match, per_slot[:, None], fill), axis=0)
+
+
+def _token_step(doc: _Doc, loc: _Local, view: _View, u: Array, i: Array, params: Params,
+                v: int, c_glob: int) -> tuple[_Local, _View, Array]:
+    """Gibbs step of token i's table (and, for a new table, its label and topic) in one draw
+    over [existing tables | new table on topic c | new table on a new topic of label r]."""
+    a, b, g, e = params.alpha, params.beta, params.gamma, params.eta
+    t_cap, cv = loc.size.shape[0], view.nt.shape[0]
+    valid = (i < doc.length).astype(jnp.int32)
+    s, t0 = doc.slot[i], loc.tab[i]
+    c0 = loc.dish[t0]
+    # remove the token (and its table if that empties it)
+    size = loc.size.at[t0].add(-valid)
+    gone = valid * (size[t0] == 0).astype(jnp.int32)
+    wt = view.wt.at[s, c0].add(-valid)
+    nt = view.nt.at[c0].add(-valid)
+    mt = view.mt.at[c0].add(-gone)
+    ml = view.ml.at[view.tl[c0]].add(-gone)
+    mjr = loc.mjr - gone * _label_slot(doc, view.tl[c0])
+    # weights
+    f = (wt[s].astype(jnp.float32) + b) / (nt.astype(jnp.float32) + v * b)               # [Cv]
+    prior = (jnp.where(doc.mask, mjr + e, 0.0)
+             / (jnp.sum(mjr) + jnp.sum(doc.mask) * e))                                    # [R]
+    lab = _label_weight(doc, view.tl, prior, 0.0)                                        # [Cv]
+    w_table = size.astype(jnp.float32) * f[loc.dish]
+    w_topic = a * lab * mt / (ml[view.tl].astype(jnp.float32) + g) * f
+    w_new = a * prior * g / (ml[doc.labels].astype(jnp.float32) + g) / v
+    choice = categorical(u[None], jnp.concatenate([w_table, w_topic, w_new])[None])[0]
+    # the draw
+    old_table = choice < t_cap
+    new_topic = choice >= t_cap + cv
+    free = size == 0
+    t = jnp.where(old_table, choice, jnp.argmax(free)).astype(jnp.int32)
+    overflow = (valid > 0) & ~old_table & ~jnp.any(free)
+    opened = valid * (~old_table).astype(jnp.int32)
+    private = jnp.argmax((mt == 0) & (jnp.arange(cv) >= c_glob)).astype(jnp.int32)
+    r_new = jnp.clip(choice - t_cap - cv, 0, doc.labels.shape[0] - 1)
+    c = jnp.where(old_table, loc.dish[t], jnp.where(new_topic, private, choice - t_cap))
+    tl = view.tl.at[c].set(jnp.where(new_topic & (valid > 0), doc.labels[r_new], view.tl[c]))
+    # the new table (if any) joins topic c, then the token joins table t
+    dish = loc.dish.at[t].set(jnp.where(opened > 0, c, loc.dish[t]))
+    mt = mt.at[c].add(opened)
+    ml = ml.at[tl[c]].add(opened)
+    mjr = mjr + opened * _label_slot(doc, tl[c])
+    size = size.at[t].add(valid)
+    wt = wt.at[s, c].add(valid)
+    nt = nt.at[c].add(valid)
+    tab = loc.tab.at[i].set(jnp.where(valid > 0, t, loc.tab[i]))
+    return _Local(tab, size, dish, mjr), _View(wt, nt, mt, tl, ml), overflow
+
+
+def _table_step(doc: _Doc, loc: _Local, view: _View, logd: Array, counts: Array, prev: Array,
+                rank: Array, u: Array, t: Array, params: Params, v: int, c_glob: int
+                ) -> tuple[_Local, _View, Array]:
+    """Gibbs step of the label and topic of table t (skipped when the table is empty): the
+    table's tokens move as one block, log weights log r_jk (m_jk^-jt + eta) + log {m_kl^-jt,
+    gamma} - log(m_k^-jt + gamma) + log f_kl^-jt(x_jt).
+
+    f_kl(x_jt), the Polya predictive of the block, is a sum of one log per token (exactly the
+    rising-factorial ratio, in log space: no underflow however large the table):
+    log f_c(x_jt) = sum_{i in t} log(n_c,w_i + beta + prev_i) - log(n_c + V beta + rank_i), with
+    prev_i / rank_i the table's earlier tokens of the same word / of any word. `logd` [Lmax, C+P]
+    holds these per-token terms for every token and topic against the current view counts; a
+    table move changes two topics, so only their two columns are recomputed (O(Lmax) logs per
+    step instead of O(Lmax C) or O(M C) lgammas). `counts` [T, M]: each table's tokens per
+    distinct word of the document."""
+    b, g, e = params.beta, params.gamma, params.eta
+    cv = view.nt.shape[0]
+    n = loc.size[t]
+    act = (n > 0).astype(jnp.int32)
+    cnt = counts[t]
+    c0 = loc.dish[t]
+    member = ((loc.tab == t) & doc.inside).astype(jnp.float32)                           # [Lmax]
+    wt = view.wt.at[:, c0].add(-cnt * act)
+    nt = view.nt.at[c0].add(-n * act)
+    mt = view.mt.at[c0].add(-act)
+    ml = view.ml.at[view.tl[c0]].add(-act)
+    mjr = loc.mjr - act * _label_slot(doc, view.tl[c0])
+    logd = logd.at[:, c0].set(_log_column(doc, wt, nt, prev, rank, c0, b, v))
+    log_prior = jnp.where(doc.mask, jnp.log(mjr.astype(jnp.float32) + e), -jnp.inf)        # [R]
+    lab = _label_weight(doc, view.tl, log_prior, -jnp.inf)                                 # [Cv]
+    pred = jnp.sum(member[:, None] * logd, axis=0)                                          # [Cv]
+    logit_topic = jnp.where(
+        (mt > 0) & (lab > -jnp.inf),
+        lab + jnp.log(mt.astype(jnp.float32)) - jnp.log(ml[view.tl].astype(jnp.float32) + g) + pred,
+        -jnp.inf)
+    empty = jnp.sum(member * (jnp.log(b + prev.astype(jnp.float32))
+                              - jnp.log(v * b + rank.astype(jnp.float32))))
+    logit_new = log_prior + jnp.log(g) - jnp.log(ml[doc.labels].astype(jnp.float32) + g) + empty
+    choice = categorical_logits(u[None], jnp.concatenate([logit_topic, logit_new])[None])[0]
+    new_topic = (choice >= cv) & (act > 0)
+    private = jnp.argmax((mt == 0) & (jnp.arange(cv) >= c_glob)).astype(jnp.int32)
+    r_new = jnp.clip(choice - cv, 0, doc.labels.shape[0] - 1)
+    c = jnp.where(act > 0, jnp.where(new_topic, private, choice), c0).astype(jnp.int32)
+    tl = view.tl.at[c].set(jnp.where(new_topic, doc.labels[r_new], view.tl[c]))
+    wt = wt.at[:, c].add(cnt * act)
+    nt = nt.at[c].add(n * act)
+    mt = mt.at[c].add(act)
+    ml = ml.at[tl[c]].add(act)
+    mjr = mjr + act * _label_slot(doc, tl[c])
+    logd = logd.at[:, c].set(_log_column(doc, wt, nt, prev, rank, c, b, v))
+    return loc._replace(dish=loc.dish.at[t].set(c), mjr=mjr), _View(wt, nt, mt, tl, ml), logd
+
+
+def _log_column(doc: _Doc, wt: Array, nt: Array, prev: Array, rank: Array, c: Array, b: float,
+                v: int) -> Array:
+    """[Lmax] per-token log predictive terms of topic c (see ``_table_step``)."""
+    return (jnp.log(wt[doc.slot, c].astype(jnp.float32) + b + prev.astype(jnp.float32))
+            - jnp.log(nt[c].astype(jnp.float32) + v * b + rank.astype(jnp.float32)))
+
+
+def _log_terms(doc: _Doc, view: _View, prev: Array, rank: Array, b: float, v: int) -> Array:
+    """[Lmax, C+P] per-token log predictive terms of every topic (see ``_table_step``)."""
+    return (jnp.log(view.wt[doc.slot].astype(jnp.float32) + b + prev[:, None].astype(jnp.float32))
+            - jnp.log(view.nt[None, :].astype(jnp.float32) + v * b + rank[:, None].astype(jnp.float32)))
+
+
+def _table_ranks(doc: _Doc, tab: Array) -> tuple[Array, Array]:
+    """(prev, rank) [Lmax] of every token within its table: earlier tokens of the table with the
+    same word, and with any word, in one fixed order of the table's tokens (the Polya predictive
+    of a block does not depend on the order). One sort, O(Lmax log Lmax)."""
+    n = tab.shape[0]
+    idx = jnp.arange(n, dtype=jnp.int32)
+    key = jnp.where(doc.inside, tab, jnp.iinfo(jnp.int32).max)
+    s_tab, s_slot, s_idx = jax.lax.sort((key, doc.slot, idx), num_keys=3)
+    first = jnp.ones((1,), bool)
+    new_table = jnp.concatenate([first, s_tab[1:] != s_tab[:-1]])
+    new_word = new_table | jnp.concatenate([first, s_slot[1:] != s_slot[:-1]])
+    rank = idx - jax.lax.cummax(jnp.where(new_table, idx, 0))
+    prev = idx - jax.lax.cummax(jnp.where(new_word, idx, 0))
+    zeros = jnp.zeros((n,), jnp.int32)
+    return zeros.at[s_idx].set(prev), zeros.at[s_idx].set(rank)
+
+
+def _table_counts(doc: _Doc, loc: _Local) -> Array:
+    """[T, M] tokens of each table per distinct word of the document."""
+    t_cap, m = loc.size.shape[0], doc.words.shape[0]
+    return jnp.zeros((t_cap, m), jnp.int32).at[loc.tab, doc.slot].add(doc.inside.astype(jnp.int32))
+
+
+def _update_docs(docs: _Doc, locs: _Local, views: _View, u_tok: Array, u_tab: Array,
+                 params: Params, v: int, c_glob: int) -> tuple[_Local, _View, Array]:
+    """One document step (every token's table, then every table's label and topic) for each of
+    a batch of documents, each on its own view. The loops run outside the vmap (their bounds are
+    the block's longest document and the table capacity) so masking a finished document costs
+    a few scalar updates, not a select of its whole view."""
+    token = jax.vmap(partial(_token_step, params=params, v=v, c_glob=c_glob),
+                     in_axes=(0, 0, 0, 0, None))
+    table = jax.vmap(partial(_table_step, params=params, v=v, c_glob=c_glob),
+                     in_axes=(0, 0, 0, 0, 0, 0, 0, 0, None))
+
+    def token_body(i, carry):
+        locs, views, overflow = carry
+        locs, views, o = token(docs, locs, views, u_tok[:, i], i)
+        return locs, views, overflow | o
+
+    overflow = jnp.zeros(docs.length.shape, bool)
+    locs, views, overflow = jax.lax.fori_loop(0, jnp.max(docs.length), token_body,
+                                              (locs, views, overflow))
+    counts = jax.vmap(_table_counts)(docs, locs)
+    prev, rank = jax.vmap(_table_ranks)(docs, locs.tab)
+    logd = jax.vmap(partial(_log_terms, b=params.beta, v=v))(docs, views, prev, rank)
+
+    def table_body(t, carry):
+        locs, views, logd = carry
+        return table(docs, locs, views, logd, counts, prev, rank, u_tab[:, t], t)
+
+    locs, views, _ = jax.lax.fori_loop(0, locs.size.shape[1], table_body, (locs, views, logd))
+    return locs, views, overflow
+
+
+def _gather_views(state: State, docs: _Doc, private: int) -> _View:
+    """Views of the global counts for a batch of documents, with `private` empty slots each."""
+    b = docs.length.shape[0]
+
+    def pad(x):
+        return jnp.concatenate([jnp.broadcast_to(x, (b,) + x.shape),
+                                jnp.zeros((b, private), x.dtype)], axis=-1)
+
+    wt = jnp.concatenate([state.word_topic[docs.words],
+                          jnp.zeros(docs.words.shape + (private,), jnp.int32)], axis=-1)
+    return _View(wt, pad(state.topic), pad(state.topic_tables), pad(state.topic_label),
+                 jnp.broadcast_to(state.label_tables, (b,) + state.label_tables.shape))
+
+
+def _gather(state: State, docs: _Doc, idx: Array, private: int) -> tuple[_Local, _View]:
+    """The block's documents' local states and views of the global counts (P private slots)."""
+    n = state.table.shape[0]
+    tab = jnp.where(docs.inside, state.table[jnp.minimum(docs.pos, n - 1)], 0)
+    loc = _Local(tab, state.table_size[idx], state.dish[idx], state.doc_label_tables[idx])
+    return loc, _gather_views(state, docs, private)
+
+
+def _write_back(state: State, idx: Array, docs: _Doc, old_loc: _Local, old_view: _View,
+                loc: _Local, view: _View) -> tuple[State, Array, Array]:
+    """Apply a block's moves to the global state: the summed count changes of the global topic
+    slots, then the private topics each get a free global slot (documents in block order, slots
+    in increasing order). Returns (state, tokens whose topic changed, overflow: too few free
+    topic slots)."""
+    b, _, cv = view.wt.shape
+    c = state.topic.shape[0]
+    p = cv - c
+    d_wt = view.wt[:, :, :c] - old_view.wt[:, :, :c]
+    word_topic = state.word_topic.at[docs.words.reshape(-1)].add(d_wt.reshape(-1, c))
+    topic = state.topic + jnp.sum(view.nt[:, :c] - old_view.nt[:, :c], axis=0)
+    topic_tables = state.topic_tables + jnp.sum(view.mt[:, :c] - old_view.mt[:, :c], axis=0)
+    label_tables = state.label_tables + jnp.sum(view.ml - old_view.ml, axis=0)
+    live = (view.mt[:, c:] > 0).reshape(-1)
+    free = topic_tables == 0
+    free_slots = jnp.nonzero(free, size=b * p, fill_value=c)[0]
+    rank = jnp.cumsum(live.astype(jnp.int32)) - 1
+    fits = rank < jnp.sum(free)
+    target = jnp.where(live & fits, free_slots[jnp.clip(rank, 0, b * p - 1)], c).reshape(b, p)
+    overflow = jnp.any(live & ~fits)
+    word_topic = word_topic.at[docs.words[:, :, None], target[:, None, :]].add(
+        view.wt[:, :, c:], mode="drop")
+    topic = topic.at[target].add(view.nt[:, c:], mode="drop")
+    topic_tables = topic_tables.at[target].add(view.mt[:, c:], mode="drop")
+    topic_label = state.topic_label.at[target].set(view.tl[:, c:], mode="drop")
+    topic_label = jnp.where(topic_tables > 0, topic_label, 0)
+    dish = jnp.where(loc.dish >= c,
+                     jnp.take_along_axis(target, jnp.clip(loc.dish - c, 0, p - 1), axis=1), loc.dish)
+    dish = jnp.where(loc.size > 0, dish, 0)
+    before = jnp.take_along_axis(old_loc.dish, old_loc.tab, axis=1)
+    after = jnp.take_along_axis(dish, loc.tab, axis=1)
+    changed = jnp.sum(docs.inside & (before != after), dtype=jnp.int32)
+    state = state._replace(
+        table=state.table.at[docs.pos].set(loc.tab, mode="drop"),
+        dish=state.dish.at[idx].set(dish), table_size=state.table_size.at[idx].set(loc.size),
+        doc_label_tables=state.doc_label_tables.at[idx].set(loc.mjr),
+        topic_label=topic_label, topic_tables=topic_tables, label_tables=label_tables,
+        word_topic=word_topic, topic=topic)
+    return state, changed, overflow
+
+
+def _blocked_sweep(key: Array, state: State, data: Data, params: Params, blocks: Array,
+                   valid: Array) -> tuple[State, SweepInfo]:
+    """Blocks of documents in turn; a block's documents step at once on views of the counts at
+    the block's start (one document per block: exact Gibbs). Uniforms: one per token (its table
+    draw) and one per table slot of each document (its label-and-topic draw), whatever the
+    blocking, so the one-document-per-block sweep is the same whatever B."""
+    n, _, v, _, _ = _sizes(data)
+    c_glob, t_cap = state.topic.shape[0], state.dish.shape[1]
+    k_tok, k_tab = jax.random.split(key)
+    u_tok = jax.random.uniform(k_tok, (n,))
+    u_tab = jax.random.uniform(k_tab, state.dish.shape)
+
+    def block(carry, xs):
+        st, changed, overflow = carry
+        idx, ok = xs
+        idx = jnp.where(ok, idx, data.doc_start.shape[0] - 1)
+        docs = _doc_inputs(data, idx)
+        loc, view = _gather(st, docs, idx, t_cap)
+        new_loc, new_view, over = _update_docs(
+            docs, loc, view, u_tok[jnp.minimum(docs.pos, n - 1)], u_tab[idx], params, v, c_glob)
+        st, moved, lost = _write_back(st, idx, docs, loc, view, new_loc, new_view)
+        return (st, changed + moved, overflow | jnp.any(over) | lost), None
+
+    (state, changed, overflow), _ = jax.lax.scan(
+        block, (state, jnp.int32(0), jnp.bool_(False)), (blocks, valid))
+    return state, SweepInfo(changed, overflow, jnp.sum(state.topic_tables > 0, dtype=jnp.int32))
+
+
+def _sequential_sweep(key: Array, state: State, data: Data, params: Params) -> tuple[State, SweepInfo]:
+    d = data.doc_start.shape[0] - 1
+    return _blocked_sweep(key, state, data, params, jnp.arange(d, dtype=jnp.int32)[:, None],
+                          jnp.ones((d, 1), bool))
+
+
+def _parallel_sweep(key: Array, state: State, data: Data, params: Params) -> tuple[State, SweepInfo]:
+    return _blocked_sweep(key, state, data, params, data.blocks, data.valid)
+
+
+_KERNELS = {"sequential": _sequential_sweep, "parallel": _parallel_sweep}
+
+
+def sweep(key: Array, state: State, data: Data, params: Params) -> tuple[State, SweepInfo]:
+    """One sweep of the kernel ``params.sampler`` over all documents; pure and jit/vmap-able.
+    ``info.overflow`` says the sweep needed more capacity (see ``grow``)."""
+    return _KERNELS[params.sampler](key, state, data, params)
+
+
+# --------------------------------------------------------------------------------------------
+# read-outs
+
+
+@partial(jax.jit, static_argnums=(2,))
+def log_joint(state: State, data: Data, params: Params) -> Array:
+    """Collapsed log p(x, t, k, l): per document a CRP(alpha) over its tables and a Polya(eta)
+    urn over its tables' labels (restricted to its label set), per label a CRP(gamma) over its
+    tables' topics, per topic a Polya(beta) over its words."""
+    a, g, e = params.alpha, params.gamma, params.eta
+    f32 = jnp.float32
+    size, active = state.table_size, state.table_size > 0
+    num_tables = jnp.sum(active, axis=1)
+    crp_docs = (jnp.sum(num_tables) * jnp.log(f32(a))
+                + jnp.sum(jnp.where(active, jax.scipy.special.gammaln(size.astype(f32)), 0.0))
+                - jnp.sum(log_rising_factorial(f32(a), data.doc_len)))
+    per_doc = jnp.sum(data.label_mask, axis=1)
+    labels = (jnp.sum(jnp.where(data.label_mask, log_rising_factorial(f32(e), state.doc_label_tables), 0.0))
+              - jnp.sum(log_rising_factorial(per_doc * f32(e), num_tables)))
+    mt = state.topic_tables
+    crp_labels = (jnp.sum(mt > 0) * jnp.log(f32(g))
+                  + jnp.sum(jnp.where(mt > 0, jax.scipy.special.gammaln(mt.astype(f32)), 0.0))
+                  - jnp.sum(log_rising_factorial(f32(g), state.label_tables)))
+    words = dirichlet_multinomial_log_evidence(state.word_topic.T, params.beta)
+    return crp_docs + labels + crp_labels + words
+
+
+def _active_order(state: State) -> np.ndarray:
+    """Active topic slots ordered by owner label, then slot."""
+    mt = np.asarray(state.topic_tables)
+    tl = np.asarray(state.topic_label)
+    active = np.flatnonzero(mt > 0)
+    return active[np.lexsort((active, tl[active]))]
+
+
+def _label_weights(state: State, params: Params) -> tuple[np.ndarray, np.ndarray]:
+    """(pi [D, C], n_dc [D, C]) over all topic slots: pi_jc = (m_jk + eta) / (m_j + |label(j)|
+    eta) for c owned by a label k of document j (0 otherwise), and tokens of j on topic c."""
+    size = np.asarray(state.table_size)[:-1].astype(np.float64)
+    dish = np.asarray(state.dish)[:-1]
+    mjr = np.asarray(state.doc_label_tables)[:-1].astype(np.float64)
+    labels = np.asarray(state.doc_labels)[:-1]
+    tl = np.asarray(state.topic_label)
+    d, c = size.shape[0], tl.shape[0]
+    mask = labels >= 0
+    prior = np.where(mask, mjr + params.eta, 0.0) / (mjr.sum(1) + mask.sum(1) * params.eta)[:, None]
+    pi = np.zeros((d, c))
+    for r in range(labels.shape[1]):
+        pi += prior[:, r:r + 1] * (labels[:, r:r + 1] == tl[None, :])
+    ndc = np.zeros((d, c))
+    np.add.at(ndc, (np.repeat(np.arange(d), dish.shape[1]), dish.reshape(-1)), size.reshape(-1))
+    return pi, ndc
+
+
+def estimate(state: State, params: Params) -> dict[str, np.ndarray]:
+    """Point estimates over the K active topics (ordered by label, then slot); host-side numpy.
+
+    theta [D, K]: seed 004's corrected theta (module docstring) over the active topics, each row
+    renormalised over them (the new-topic mass left out). phi [K, V] = (n_kw + beta) / (n_k + V
+    beta). Extras: topic_label [K] (label id of each topic), topics_per_label [L],
+    label_topic [L, K] = m_kl / (m_k + gamma) (posterior mean of label k's measure G_k on its
+    topics; the rest of its row, gamma / (m_k + gamma), is label_new_topic [L]), doc_label [D, L]
+    = (m_jk + eta) / (m_j + |label(j)| eta) (mixing weight of each label of each document),
+    topic_sizes [K] (tokens), topic_tables [K] (tables), num_active_topics.
+    """
+    a, b, g = params.alpha, params.beta, params.gamma
+    order = _active_order(state)
+    mt = np.asarray(state.topic_tables).astype(np.float64)
+    ml = np.asarray(state.label_tables).astype(np.float64)
+    tl = np.asarray(state.topic_label)
+    nt = np.asarray(state.topic).astype(np.float64)
+    wt = np.asarray(state.word_topic)
+    v, num_labels = wt.shape[0], ml.shape[0]
+    pi, ndc = _label_weights(state, params)
+    share = np.where(mt > 0, mt / (ml[tl] + g), 0.0)                                   # [C]
+    theta = (ndc + a * pi * share[None, :])[:, order]
+    theta = theta / np.maximum(theta.sum(1, keepdims=True), 1e-300)
+    phi = (wt[:, order].T + b) / (nt[order][:, None] + v * b)
+    k = order.shape[0]
+    label_topic = np.zeros((num_labels, k))
+    label_topic[tl[order], np.arange(k)] = share[order]
+    labels = np.asarray(state.doc_labels)[:-1]
+    mjr = np.asarray(state.doc_label_tables)[:-1].astype(np.float64)
+    mask = labels >= 0
+    prior = np.where(mask, mjr + params.eta, 0.0) / (mjr.sum(1) + mask.sum(1) * params.eta)[:, None]
+    doc_label = np.zeros((labels.shape[0], num_labels))
+    rows, cols = np.nonzero(mask)
+    doc_label[rows, labels[rows, cols]] = prior[rows, cols]
+    return {
+        "theta": theta.astype(np.float32), "phi": phi.astype(np.float32),
+        "topic_label": tl[order].astype(np.int32),
+        "topics_per_label": np.bincount(tl[order], minlength=num_labels).astype(np.int32),
+        "label_topic": label_topic.astype(np.float32),
+        "label_new_topic": (g / (ml + g)).astype(np.float32),
+        "doc_label": doc_label.astype(np.float32),
+        "topic_sizes": nt[order].astype(np.int32), "topic_tables": mt[order].astype(np.int32),
+        "num_active_topics": np.int32(k),
+    }
+
+
+def rebuild(state: State, data: Data, params: Params) -> State:
+    """The state with its count tables recounted from the latents (after loading a file)."""
+    return state_from_assignments(state.table, state.dish, state.topic_label, data)
+
+
+def assignments(state: State) -> np.ndarray:
+    """Topic of every token [N] (int32), as an index into the active topics of ``estimate``."""
+    order = _active_order(state)
+    rank = np.zeros(np.asarray(state.topic).shape[0], np.int32)
+    rank[order] = np.arange(order.shape[0], dtype=np.int32)
+    slot = np.asarray(state.dish)[np.asarray(state.token_doc), np.asarray(state.table)]
+    return rank[slot]
+
+
+# --------------------------------------------------------------------------------------------
+# held-out documents
+
+
+def _check_new_data(state: State, new_data: Data, num_sweeps: int) -> None:
+    if not isinstance(num_sweeps, (int, np.integer)) or isinstance(num_sweeps, bool) or num_sweeps < 1:
+        raise ParameterError(f"num_sweeps must be an integer >= 1, got {num_sweeps!r}")
+    if new_data.word_freq.shape[0] > state.word_topic.shape[0]:
+        raise ParameterError("held-out documents use word ids outside the fitted vocabulary")
+    fitted = state.label_tables.shape[0]
+    if new_data.label_docs.shape[0] > fitted:
+        raise ParameterError(f"held-out documents have {new_data.label_docs.shape[0]} labels, the "
+                             f"fitted model {fitted}: build them with label_names= the training "
+                             "corpus's label_names")
+
+
+def _fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps: int) -> Array:
+    """``_fold_in_theta`` with the held-out documents in groups vmapped together (the documents
+    are independent given the fitted counts): ~2^20 view cells per group. Parameters that do not
+    enter the fold-in are normalised so that every kernel setting shares one compilation."""
+    d = new_data.doc_start.shape[0] - 1
+    width = state.topic.shape[0] + _table_cap(new_data)
+    per_group = max(1, min(d, (1 << 20) // (new_data.doc_words.shape[1] * width)))
+    blocks, valid = strided_blocks(d, -(-d // per_group))
+    params = Params(alpha=params.alpha, beta=params.beta, gamma=params.gamma, eta=params.eta,
+                    chunk_size=params.chunk_size)
+    return _fold_in_theta(key, state, new_data, params, int(num_sweeps), jnp.asarray(blocks),
+                          jnp.asarray(valid))
+
+
+@partial(jax.jit, static_argnums=(3, 4))
+def _fold_in_theta(key: Array, state: State, new_data: Data, params: Params, num_sweeps: int,
+                   blocks: Array, valid: Array) -> Array:
+    """theta [D_new, C + R] of unseen documents, averaged over the second half of `num_sweeps`
+    document steps against the fitted counts held fixed: columns :C are the fitted topic slots,
+    C + r the new-topic mass of the document's label r (seed 004's corrected theta, with
+    m_kl, m_k of the fitted state)."""
+    _, d, _, _, r = _sizes(new_data)
+    v = state.word_topic.shape[0]                  # the fitted vocabulary (>= the new corpus's)
+    g = params.gamma
+    c_glob = state.topic.shape[0]
+    t_cap = _table_cap(new_data)                  # every document gets all the tables it can use
+    n = new_data.word.shape[0]
+    ml_fit = state.label_tables.astype(jnp.float32)
+    share = jnp.where(state.topic_tables > 0,
+                      state.topic_tables / (ml_fit[state.topic_label] + g), 0.0)        # [C]
+
+    def one_block(xs):
+        idx, ok = xs
+        idx = jnp.where(ok, idx, d)
+        docs = _doc_inputs(new_data, idx)
+        b = idx.shape[0]
+        # start: every token at one of the document's label tables, each on a new topic of its label
+        per_doc = jnp.sum(docs.mask, axis=1)
+        u0 = jax.random.uniform(jax.random.fold_in(key, 0), (n,))[jnp.minimum(docs.pos, n - 1)]
+        tab = jnp.where(docs.inside,
+                        jnp.minimum((u0 * per_doc[:, None]).astype(jnp.int32), per_doc[:, None] - 1), 0)
+        base = _gather_views(state, docs, t_cap)
+        dish = jnp.zeros((b, t_cap), jnp.int32).at[:, :r].set(c_glob + jnp.arange(r))
+        tl = base.tl.at[:, c_glob:c_glob + r].set(docs.labels)
+        loc, view = jax.vmap(_own_counts)(docs, tab, dish, base._replace(tl=tl))
+
+        def one_sweep(carry, t):
+            loc, view, acc = carry
+            kt = jax.random.fold_in(key, t + 1)
+            u_tok = jax.random.uniform(jax.random.fold_in(kt, 0), (n,))[jnp.minimum(docs.pos, n - 1)]
+            u_tab = jax.random.uniform(jax.random.fold_in(kt, 1), (d + 1, t_cap))[idx]
+            loc, view, _ = _update_docs(docs, loc, view, u_tok, u_tab, params, v, c_glob)
+            theta = jax.vmap(_doc_theta, in_axes=(0, 0, 0, None, None, None, None))(
+                docs, loc, view, share, state.label_tables, params, c_glob)
+            keep = (t >= num_sweeps // 2).astype(jnp.float32)
+            return (loc, view, acc + keep * theta), None
+
+        acc = jnp.zeros((b, c_glob + r), jnp.float32)
+        (_, _, acc), _ = jax.lax.scan(one_sweep, (loc, view, acc), jnp.arange(num_sweeps))
+        return acc / (num_sweeps - num_sweeps // 2)
+
+    thetas = jax.lax.map(one_block, (blocks, valid))                        # [B, Cb, C + R]
+    out = jnp.zeros((d + 1, c_glob + r), jnp.float32)
+    return out.at[jnp.where(valid, blocks, d)].set(thetas)[:d]
+
+
+def _own_counts(doc: _Doc, tab: Array, dish: Array, base: _View) -> tuple[_Local, _View]:
+    """A document's local state and view from its tokens' tables and its tables' topics, on top
+    of `base` (the counts of everything else)."""
+    inside = doc.inside.astype(jnp.int32)
+    t_cap = dish.shape[0]
+    size = jnp.zeros((t_cap,), jnp.int32).at[tab].add(inside)
+    active = (size > 0).astype(jnp.int32)
+    tok_topic = dish[tab]
+    label = base.tl[dish]
+    mjr = jnp.sum(active[:, None] * ((label[:, None] == doc.labels[None, :]) & doc.mask[None, :]),
+                  axis=0, dtype=jnp.int32)
+    view = _View(base.wt.at[doc.slot, tok_topic].add(inside), base.nt.at[tok_topic].add(inside),
+                 base.mt.at[dish].add(active), base.tl, base.ml.at[label].add(active))
+    return _Local(tab, size, dish, mjr), view
+
+
+def _doc_theta(doc: _Doc, loc: _Local, view: _View, share: Array, ml_fit: Array,
+               params: Params, c_glob: int) -> Array:
+    """[C + R] corrected theta of one held-out document: the fitted topic slots (m_kl, m_k of
+    the fitted state through `share` = m_kl / (m_k + gamma) and `ml_fit` = m_k), then the
+    new-topic mass of each of its label slots (its tokens on topics it opened itself included)."""
+    a, g, e = params.alpha, params.gamma, params.eta
+    cv = view.nt.shape[0]
+    n_dc = jnp.zeros((cv,), jnp.float32).at[loc.dish].add(loc.size.astype(jnp.float32))
+    prior = jnp.where(doc.mask, loc.mjr + e, 0.0) / (jnp.sum(loc.mjr) + jnp.sum(doc.mask) * e)
+    pi = _label_weight(doc, view.tl[:c_glob], prior, 0.0)                                  # [C]
+    owned = ((doc.labels[:, None] == view.tl[None, :]) & doc.mask[:, None]
+             & (jnp.arange(cv) >= c_glob)[None, :])
+    n_new = jnp.sum(jnp.where(owned, n_dc[None, :], 0.0), axis=1)                          # [R]
+    denom = jnp.sum(loc.size) + a
+    fitted = (n_dc[:c_glob] + a * pi * share) / denom
+    new = (n_new + a * prior * g / (ml_fit[doc.labels].astype(jnp.float32) + g)) / denom
+    return jnp.concatenate([fitted, jnp.where(doc.mask, new, 0.0)])
+
+
+def fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps: int = 50
+            ) -> np.ndarray:
+    """p(topic | unseen document) [D_new, K] over the fitted active topics (``estimate``'s order):
+    document steps against the fitted counts held fixed (new topics may open inside a
+    document), seed 004's corrected theta averaged over the second half of the sweeps, each row
+    renormalised over the active topics."""
+    _check_new_data(state, new_data, num_sweeps)
+    theta = np.asarray(_fold_in(key, state, new_data, params, num_sweeps), np.float64)
+    out = theta[:, _active_order(state)]
+    return (out / np.maximum(out.sum(1, keepdims=True), 1e-300)).astype(np.float32)
+
+
+def held_out_log_likelihood(key: Array, state: State, new_data: Data, params: Params,
+                            num_sweeps: int = 50) -> float:
+    """log p(x_test) = sum_ji log(sum_c theta_jc psi_c,x_ji + sum_k theta_jk,new / V) (seed 004
+    section 4.3 with the corrected theta and the new-topic terms, psi_new = 1/V), psi the fitted
+    phi, theta from ``fold_in``'s document steps; evaluated in log space (logsumexp), so a long
+    document does not underflow. Perplexity = exp(-this / N_test)."""
+    _check_new_data(state, new_data, num_sweeps)
+    theta = _fold_in(key, state, new_data, params, num_sweeps)
+    params = Params(beta=params.beta, chunk_size=params.chunk_size)      # all it depends on
+    return float(_log_likelihood(theta, state, new_data, params))
+
+
+@partial(jax.jit, static_argnums=(3,))
+def _log_likelihood(theta: Array, state: State, new_data: Data, params: Params) -> Array:
+    c_glob = state.topic.shape[0]
+    v = state.word_topic.shape[0]
+    b = params.beta
+    log_theta = jnp.log(theta[:, :c_glob])                                            # [D, C]
+    log_new = jnp.log(jnp.sum(theta[:, c_glob:], axis=1)) - jnp.log(jnp.float32(v))  # [D]
+    log_total = jnp.log(state.topic.astype(jnp.float32) + v * b)
+
+    def per_token(xs):
+        word, doc = xs
+        log_phi = jnp.log(state.word_topic[word].astype(jnp.float32) + b) - log_total[None, :]
+        terms = jnp.concatenate([log_theta[doc] + log_phi, log_new[doc][:, None]], axis=1)
+        return jax.scipy.special.logsumexp(terms, axis=1)
+
+    return jnp.sum(chunked_map(per_token, (new_data.word, new_data.doc), params.chunk_size))
