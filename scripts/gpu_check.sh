@@ -179,7 +179,7 @@ if [ -f "$SHORT_DATA/gsdmm/Tweet.jsonl" ]; then
     PTM_SWEEPS=50
     [ "$SMALL" = "1" ] && PTM_SWEEPS=3
     run_stage bench_ptm timeout -k 10 "$PTM_TIMEOUT" "$PY" scripts/bench_ptm.py --datasets tweet \
-        --engines jax-parallel,jax-sequential --sweeps "$PTM_SWEEPS" --root "$SHORT_DATA"
+        --engines jax-parallel --sweeps "$PTM_SWEEPS" --root "$SHORT_DATA"
 else
     header "bench_ptm: SKIPPED"
     SUMMARY+=("bench_ptm: skipped, no data")
