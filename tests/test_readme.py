@@ -91,7 +91,7 @@ def test_cli_examples_run(tmp_path):
     assert jt.load(tmp_path / "runs" / "reuters" / "model.jtm").sweeps_done == 10
 
 
-def test_models_block_runs():
+def test_models_block_runs(tmp_path):
     """The Models section's python block as written (fewer sweeps, smaller data)."""
     tweet = SHARED_DATA / "gsdmm" / "Tweet.jsonl"
     lee = SHARED_DATA / "lee" / "lee_background.cor"
@@ -100,9 +100,17 @@ def test_models_block_runs():
     code = _block("## Models", "python")
     code = re.sub(r"num_sweeps=\d+", "num_sweeps=4", code).replace('"Tweet.jsonl"', repr(str(tweet)))
     texts = lee.read_text(encoding="utf-8").splitlines()[:40]
+    train = tmp_path / "train.txt"             # the DP-MRM lines: label1--label2<TAB>text
+    train.write_text("".join(f"{'sports--health' if i % 3 else 'health'}\t{t}\n"
+                             for i, t in enumerate(texts[:30])), encoding="utf-8")
+    code = code.replace('"train.txt"', repr(str(train)))
     env = {"texts": texts, "jt": jt}
+    env["held_out"] = jt.Corpus.from_texts(texts[30:40], labels=[["health"]] * 10,
+                                           label_names=("health", "sports"))
     exec(compile(code, "README.md:Models", "exec"), env)
     short, d, m = env["short"], env["d"], env["m"]
     assert d.labels.shape == (short.num_docs,) and d.num_active_clusters == d.cluster_sizes.shape[0]
     assert m.pseudo_doc_topic.shape == (short.num_docs // 10, 90)
     assert m.pseudo_labels.shape == (short.num_docs,)
+    r = env["r"]
+    assert r.topic_label.shape == (r.num_active_topics,) and np.isfinite(r.perplexity(env["held_out"]))
