@@ -62,7 +62,11 @@ def _read_corpus(args: argparse.Namespace) -> Corpus:
 def _labelled(args: argparse.Namespace, fmt: str) -> bool:
     """Text input carries label sets (``label1--label2<TAB>text``): --labelled, or a model that
     needs them (``needs_labels``). Only text input has them."""
-    labelled = args.labelled or getattr(_registry()[args.model], "needs_labels", False)
+    needs = getattr(_registry()[args.model], "needs_labels", False)
+    if args.labelled and not needs:
+        raise JaxTopicsError(f"--labelled does not apply to --model {args.model} (it reads no "
+                             f"label sets)")
+    labelled = args.labelled or needs
     if labelled and (fmt != "text" or args.coordinator):
         raise JaxTopicsError(f"--labelled (label sets, read for --model {args.model}) needs text "
                              f"input with lines 'label1--label2<TAB>text' (--format text, one "

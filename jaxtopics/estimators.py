@@ -65,6 +65,9 @@ class FittedModel:
 
     text_options: TextOptions | None = None
     last_transform: TransformInfo | None = None
+    #: names of the label ids of a multi-label corpus (DP-MRM), kept so that new documents'
+    #: labels are matched by name
+    label_names: tuple[str, ...] | None = None
 
     def __init__(self, model: str, params: Any, vocab: tuple[str, ...], seed: int,
                  state: Any, data: Any, corpus_fingerprint: str, sweeps_done: int,
@@ -188,8 +191,12 @@ class FittedModel:
             last = self.trace[-1]
             lines.append(f"log joint per token: {last.log_joint_per_token:.4f} (after {last.sweep} sweeps)")
         lines.append(f"topics ({what}: top words):")
+        empty = _empty_topics(self)
         for k, words in enumerate(self.top_words(n)):
-            lines.append(f"  #{k:<3d} {share[k]:6.1%}  " + " ".join(w for w, _ in words))
+            if not empty[k]:
+                lines.append(f"  #{k:<3d} {share[k]:6.1%}  " + " ".join(w for w, _ in words))
+        if empty.any():
+            lines.append(f"  ({int(empty.sum())} empty topics / clusters not shown)")
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -298,12 +305,15 @@ class FittedModel:
             raise ParameterError(f"perplexity: the {self.model!r} model has no held-out likelihood")
         if not isinstance(corpus, Corpus):
             raise CorpusError(f"perplexity expects a jaxtopics.Corpus, got {type(corpus).__name__}")
-        if corpus.num_words > len(self.vocab):
-            raise CorpusError(f"perplexity: corpus has {corpus.num_words} words, "
-                              f"model vocabulary {len(self.vocab)}")
-        data = self._module.prepare(corpus, self.params)
-        ll = fn(jax.random.key(seed), self._state, data, self.params, num_sweeps)
-        return float(np.exp(-float(ll) / max(corpus.num_tokens, 1)))
+        num_sweeps = check_positive_int(num_sweeps, "num_sweeps")
+        key = seed_key(seed)
+        mapped, info = _map_new_documents(self, corpus)      # words and labels matched by name
+        self.last_transform = info
+        if info.num_tokens == 0:
+            raise CorpusError("perplexity: no token of the corpus is in the model's vocabulary")
+        data = self._module.prepare(mapped, self.params)
+        ll = fn(key, self._state, data, self.params, num_sweeps)
+        return float(np.exp(-float(ll) / info.num_tokens))
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the model to one file (npz + json metadata, version-tagged, atomic)."""
@@ -318,6 +328,7 @@ class FittedModel:
                 "sweeps_done": self.sweeps_done, "num_tokens": self.num_tokens,
                 "num_docs": int(self.doc_topic.shape[0]),
                 "text_options": None if options is None else options.to_json(),
+                "label_names": None if self.label_names is None else list(self.label_names),
                 "corpus_fingerprint": self.corpus_fingerprint, "jaxtopics_version": __version__,
                 "jax_version": jax.__version__, "backend": jax.default_backend()}
         save_model_file(path, arrays, meta)
@@ -358,6 +369,11 @@ def load(path: str | os.PathLike) -> FittedModel:
     model = FittedModel(name, params, vocab, seed, state, None, fingerprint, sweeps_done, trace,
                         num_tokens)
     model.text_options = options
+    names = meta.get("label_names")
+    if names is not None:
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise FormatError("metadata 'label_names' must be a list of strings", path=str(path))
+        model.label_names = tuple(names)
     return model
 
 
@@ -435,6 +451,7 @@ class _Estimator:
                              _fingerprint(corpus, self.name), 0, [], num_tokens)
         fitted.__dict__["_local_state"] = jax.process_count() > 1
         fitted.text_options = corpus.text_options
+        fitted.label_names = corpus.label_names
         if checkpoint_path is not None and checkpoint_every is None:
             checkpoint_every = eval_every
         return fitted.resume(corpus, num_sweeps, eval_every=eval_every, progress=progress,
@@ -515,7 +532,8 @@ class PTM(_Estimator):
                  beta: float = 0.01, lam: float = 0.1, sampler: str = "parallel", *,
                  num_blocks: int = 64, chunk_size: int = 8192):
         self.params = ptm.check_params(ptm.Params(
-            num_topics=num_topics, num_pseudo_docs=num_pseudo_docs, alpha=alpha, beta=beta, lam=lam,
+            num_topics=num_topics, num_pseudo_docs=num_pseudo_docs, alpha=_number(alpha, "alpha"),
+            beta=_number(beta, "beta"), lam=_number(lam, "lam"),
             sampler=sampler, num_blocks=num_blocks, chunk_size=chunk_size))
 
 
@@ -598,8 +616,15 @@ def _map_new_documents(model: FittedModel, docs: Any) -> tuple[Corpus, Transform
     index = {w: i for i, w in enumerate(model.vocab)}
     labels: dict[str, Any] = {}
     if isinstance(docs, Corpus):
-        if docs.label_offsets is not None:      # label sets travel with their documents
-            labels = {"labels": docs.label_sets, "label_names": docs.label_names}
+        if docs.label_offsets is not None:      # label sets travel with them, matched by name
+            names = model.label_names if model.label_names is not None else docs.label_names
+            known = set(names)
+            for d, labs in enumerate(docs.label_sets):
+                unknown_labels = [lab for lab in labs if lab not in known]
+                if unknown_labels:
+                    raise CorpusError(f"document {d} has label {unknown_labels[0]!r}, which the "
+                                      f"model does not know (its labels: {', '.join(names)})")
+            labels = {"labels": docs.label_sets, "label_names": names}
         elif docs.labels is not None:
             labels = {"labels": docs.labels}
         lookup = np.fromiter((index.get(w, -1) for w in docs.vocab), np.int64, docs.num_words)
@@ -661,6 +686,16 @@ def _tokenise_new_texts(model: FittedModel, docs: Any) -> tuple[list[str], np.nd
                 sentences.append(len(tokens))
         offsets.append(len(tokens))
     return tokens, np.asarray(offsets, np.int64), np.asarray(sentences) if by_sentence else None
+
+
+def _empty_topics(model: FittedModel) -> np.ndarray:
+    """[K] bool: topics / clusters that hold nothing, where the model reports sizes (a
+    ``*_sizes`` read-out of length K, e.g. DMM's cluster_sizes); else none."""
+    k = model.num_topics
+    for name, value in model._estimates().items():
+        if name.endswith("_sizes") and np.shape(value) == (k,):
+            return np.asarray(value) == 0
+    return np.zeros(k, bool)
 
 
 def _topic_shares(model: FittedModel, theta: np.ndarray) -> tuple[np.ndarray, str]:

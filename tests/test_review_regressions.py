@@ -133,3 +133,50 @@ def test_show_prints_words_with_lone_surrogates(tmp_path):
     jt.LDA(2).fit(c, num_sweeps=1).save(tmp_path / "sp.jtm")
     res = _cli("show", str(tmp_path / "sp.jtm"))
     assert res.returncode == 0, res.stderr
+
+
+# --- second review: the new models ------------------------------------------------------------
+
+
+def _labelled_corpus():
+    docs = [["apple", "banana", "fruit"], ["car", "engine", "road"], ["apple", "fruit", "salad"],
+            ["engine", "tire", "car"]] * 3
+    labels = [["food"], ["cars"], ["food"], ["cars", "food"]] * 3
+    return docs, jt.Corpus.from_token_lists(docs, labels=labels)
+
+
+def test_dpmrm_matches_new_documents_labels_and_words_by_name(tmp_path):
+    docs, train = _labelled_corpus()
+    jt.DPMRM(initial_topics=1).fit(train, num_sweeps=3).save(tmp_path / "r.jtm")
+    m = jt.load(tmp_path / "r.jtm")
+    assert m.label_names == train.label_names
+    # the same documents and labels, numbered differently: same perplexity and fold-in
+    own = jt.Corpus.from_token_lists(docs[:4][::-1], labels=[["cars", "food"], ["food"], ["cars"],
+                                                             ["food"]])
+    same = jt.Corpus.from_token_lists(docs[:4][::-1], vocab=list(m.vocab), label_names=train.label_names,
+                                      labels=[["cars", "food"], ["food"], ["cars"], ["food"]])
+    assert own.label_names != same.label_names or own.vocab != same.vocab
+    assert m.perplexity(own, seed=1) == pytest.approx(m.perplexity(same, seed=1), rel=1e-6)
+    np.testing.assert_allclose(m.transform(own, seed=1), m.transform(same, seed=1), atol=1e-6)
+    with pytest.raises(CorpusError, match="label 'zzz'"):
+        m.transform(jt.Corpus.from_token_lists([["apple"]], labels=[["zzz"]]))
+    for bad in ("x", 1.5):
+        with pytest.raises(ParameterError):
+            m.perplexity(same, seed=bad)
+    with pytest.raises(CorpusError, match="one integer label per document"):
+        jt.DPMRM().fit(jt.Corpus.from_token_lists(docs, labels=[0, 1] * 6), num_sweeps=1)
+
+
+def test_ptm_refuses_strings_and_cli_refuses_labelled_for_other_models(tmp_path):
+    with pytest.raises(ParameterError, match="alpha"):
+        jt.PTM(alpha="1")
+    (tmp_path / "lab.txt").write_text("a--b\tapple banana fruit\nb\tcar engine road\n")
+    res = _cli("fit", "--model", "dmm", "--labelled", "--input", str(tmp_path / "lab.txt"),
+               "--out", str(tmp_path / "o"))
+    assert res.returncode == 2 and "--labelled does not apply" in res.stderr
+
+
+def test_summary_leaves_out_empty_clusters():
+    c = jt.Corpus.from_token_lists([["a", "b"], ["c", "d"], ["a", "b", "b"]] * 3)
+    text = jt.DMM(num_clusters=10).fit(c, num_sweeps=3).summary()
+    assert "empty topics / clusters not shown" in text and text.count("\n  #") <= 3

@@ -210,9 +210,11 @@ def check_params(params: Params) -> Params:
 
 def _require_label_sets(corpus: Corpus) -> None:
     if corpus.label_offsets is None:
+        has = ("has one integer label per document (gold clusters), not label sets"
+               if corpus.labels is not None else "has none (labels missing)")
         raise CorpusError(
-            "DP-MRM needs a label set on every document, and this corpus has none (labels "
-            "missing): build it with labels= one list of labels per document (e.g. "
+            f"DP-MRM needs a label set on every document, and this corpus {has}: "
+            "build it with labels= one list of labels per document (e.g. "
             "Corpus.from_texts(texts, labels=[['sports', 'politics'], ...])) or read "
             "'label1--label2<TAB>text' lines with Corpus.from_text_file(path, labelled=True)")
 
