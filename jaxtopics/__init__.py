@@ -18,7 +18,7 @@ from .errors import (  # noqa: E402
     JaxTopicsError,
     ParameterError,
 )
-from .estimators import LDA, FittedModel, load  # noqa: E402
+from .estimators import HDP, LDA, FittedModel, load  # noqa: E402
 
 __all__ = [
     "__version__",
@@ -27,6 +27,7 @@ __all__ = [
     "EmptyDocumentError",
     "FittedModel",
     "FormatError",
+    "HDP",
     "JaxTopicsError",
     "LDA",
     "ParameterError",

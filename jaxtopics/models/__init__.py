@@ -1,6 +1,6 @@
 """One module per model, all with the same shape: Params, State, Data, prepare, init, sweep,
 log_joint, estimate, fold_in (see DESIGN.md)."""
 
-from . import lda
+from . import hdp, lda
 
-__all__ = ["lda"]
+__all__ = ["hdp", "lda"]
