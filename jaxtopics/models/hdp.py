@@ -112,8 +112,8 @@ class Data(NamedTuple):
 
     word, doc: [N+1] int32 per token (corpus order). doc_len: [D] tokens per document.
     word_freq: [V] corpus frequency of each word of the vocabulary (its shape gives V).
-    blocks, valid: [B, C] token positions of each table-step block (N = padding) and their mask
-    ([N, 1]: one token per block, for the sequential kernel).
+    blocks, valid: [B, C] token positions of each table-step block of the parallel kernel
+    (N = padding) and their mask.
     """
 
     word: Array
@@ -197,7 +197,7 @@ def prepare(corpus: Corpus, params: Params) -> Data:
     n = corpus.num_tokens
     if n == 0:
         raise CorpusError("HDP needs a corpus with at least one token")
-    blocks, valid = strided_blocks(n, n if params.sampler == "sequential" else params.num_blocks)
+    blocks, valid = strided_blocks(n, params.num_blocks)
     return Data(
         word=jnp.asarray(np.append(corpus.word_ids, 0).astype(np.int32)),
         doc=jnp.asarray(np.append(corpus.doc_index, 0).astype(np.int32)),
@@ -303,44 +303,55 @@ def _nth_free(free_cum: Array, rank: Array) -> Array:
     return jnp.sum(free_cum <= rank[..., None], axis=-1, dtype=jnp.int32)
 
 
-def _seat_block(st: State, pos: Array, valid: Array, u: Array, data: Data, beta: float,
-                exclude_self: bool = True) -> tuple[State, Array]:
-    """Table step for a block of tokens, all drawn against the counts at the block's start.
-
-    Each token leaves itself out (its table, topic and word counts; its table's m_k if it was
-    alone) and draws one of: an existing table of its document, a new table with an existing
-    dish, a new table with a new dish (eq. 19-21 as one categorical over T + K + 1 choices).
-    New tables take the free slots (at the block's start) of their document in token order, new
-    dishes the free topics; running out of either is reported as overflow.
-    `exclude_self=False` is a deliberately wrong kernel (the "-1" left out), for negative tests.
+def _seat_weights(cnt: Array, dish: Array, s: Array, word_rows: Array, st: State, beta: float,
+                  exclude_self: bool) -> tuple[Array, Array, Array]:
+    """Eq. 19-21 for tokens with table rows `cnt`, `dish` [C, T] of their documents, own table
+    `s` [C] and word-topic rows `word_rows` [C, K]: each token leaves itself out (its table,
+    topic and word counts; its table's m_k if it sat alone) and weighs T + K + 1 choices: an
+    existing table of its document, a new table with an existing dish, a new table with a new
+    dish. Returns (weights [C, T+K+1], current topic ks [C], tokens at the own table c0 [C]).
+    `exclude_self=False` leaves the "-1" out: a deliberately wrong kernel, for negative tests.
     """
-    d_cap, t_cap = st.table_count.shape
+    t_cap = cnt.shape[1]
     v, k_cap = st.word_topic.shape
-    doc, word, s = data.doc[pos], data.word[pos], st.t[pos]
-    cnt = st.table_count[doc]                                      # [C, T]
-    dish = st.table_topic[doc]                                     # [C, T]
-    ks = jnp.take_along_axis(dish, s[:, None], 1)[:, 0]            # current topic
-    c0 = jnp.take_along_axis(cnt, s[:, None], 1)[:, 0]             # tokens at own table
+    ks = jnp.take_along_axis(dish, s[:, None], 1)[:, 0]
+    c0 = jnp.take_along_axis(cnt, s[:, None], 1)[:, 0]
     x = jnp.int32(1 if exclude_self else 0)
     own_t = (jnp.arange(t_cap)[None, :] == s[:, None]).astype(jnp.int32) * x
     own_k = (jnp.arange(k_cap)[None, :] == ks[:, None]).astype(jnp.int32) * x
-    alone = (c0 == 1).astype(jnp.int32) * x                        # its table empties without it
+    alone = (c0 == 1).astype(jnp.int32) * x
     m = st.topic_tables
     m_x = m[None, :] - own_k * alone[:, None]
     m_tot = jnp.sum(m) - alone
-    f = ((st.word_topic[word] - own_k).astype(_F32) + beta) / (
+    f = ((word_rows - own_k).astype(_F32) + beta) / (
         (st.topic[None, :] - own_k).astype(_F32) + v * beta)      # eq. 18, [C, K]
     w_tab = (cnt - own_t).astype(_F32) * jnp.take_along_axis(f, dish, 1)
     scale = st.alpha / (m_tot.astype(_F32) + st.gamma)
     w_dish = scale[:, None] * m_x.astype(_F32) * f
     w_new = scale * st.gamma / v
-    choice = categorical(u, jnp.concatenate([w_tab, w_dish, w_new[:, None]], axis=1))
+    return jnp.concatenate([w_tab, w_dish, w_new[:, None]], axis=1), ks, c0
+
+
+def _seat_block(st: State, pos: Array, valid: Array, u: Array, data: Data, beta: float,
+                exclude_self: bool = True) -> tuple[State, Array]:
+    """Table step for a block of tokens, all drawn from `_seat_weights` against the counts at
+    the block's start. New tables take the free slots (at the block's start) of their document
+    in token order, new dishes the free topics; running out of either is reported as overflow.
+    """
+    d_cap, t_cap = st.table_count.shape
+    k_cap = st.word_topic.shape[1]
+    doc, word, s = data.doc[pos], data.word[pos], st.t[pos]
+    cnt, dish = st.table_count[doc], st.table_topic[doc]          # [C, T]
+    weights, ks, c0 = _seat_weights(cnt, dish, s, st.word_topic[word], st, beta, exclude_self)
+    choice = categorical(u, weights)
+    m = st.topic_tables
 
     is_tab = choice < t_cap
     opener = valid & ~is_tab
     new_dish = valid & (choice == t_cap + k_cap)
     # new table slots: the r-th opener of a document (in block order) takes its r-th free slot
-    dkey = jnp.where(valid, doc, d_cap)                            # sorted: blocks keep corpus order
+    # (blocks keep corpus order, so a document's tokens are contiguous in a block)
+    dkey = jnp.where(valid, doc, d_cap)
     seg = jnp.searchsorted(dkey, dkey, side="left")
     before = jnp.cumsum(opener, dtype=jnp.int32) - opener
     slot = _nth_free(jnp.cumsum(cnt == 0, axis=1, dtype=jnp.int32), before - before[seg])
@@ -374,7 +385,7 @@ def _seat_block(st: State, pos: Array, valid: Array, u: Array, data: Data, beta:
 
 def _table_steps(key: Array, st: State, data: Data, params: Params,
                  exclude_self: bool = True) -> tuple[State, Array]:
-    """The table step of every token, block by block (one token per block: sequential)."""
+    """The table step of every token, block by block (the parallel kernel)."""
     u = jax.random.uniform(key, data.blocks.shape)
 
     def block(carry, xs):
@@ -385,6 +396,55 @@ def _table_steps(key: Array, st: State, data: Data, params: Params,
 
     (st, overflow), _ = jax.lax.scan(block, (st, jnp.bool_(False)), (data.blocks, data.valid, u))
     return st, overflow
+
+
+def _table_steps_sequential(key: Array, st: State, data: Data, params: Params,
+                            exclude_self: bool = True) -> tuple[State, Array]:
+    """The exact table step of every token in corpus order (`_seat_weights`, one token at a
+    time). A document's table rows are loop state while its tokens move and are written back
+    once (XLA would copy the whole [D, T] tables at every token otherwise)."""
+    n = data.word.shape[0] - 1
+    d_cap, t_cap = st.table_count.shape
+    k_cap = st.word_topic.shape[1]
+    u = jax.random.uniform(key, (n,))
+    doc_start = jnp.cumsum(data.doc_len) - data.doc_len
+
+    def token(i, c):
+        row, dish, t, z, word_topic, topic, m, overflow = c
+        w, s = data.word[i], t[i]
+        view = st._replace(word_topic=word_topic, topic=topic, topic_tables=m)
+        weights, ks, c0 = _seat_weights(row[None], dish[None], s[None], word_topic[w][None],
+                                        view, params.beta, exclude_self)
+        choice = categorical(u[i][None], weights)[0]
+        is_tab = choice < t_cap
+        new_dish = choice == t_cap + k_cap
+        free_t, free_k = row == 0, m == 0
+        overflow = overflow | (~is_tab & ~jnp.any(free_t)) | (new_dish & ~jnp.any(free_k))
+        tab = jnp.minimum(choice, t_cap - 1)
+        new_s = jnp.where(is_tab, tab, jnp.argmax(free_t))
+        new_k = jnp.where(is_tab, dish[tab],
+                          jnp.where(new_dish, jnp.argmax(free_k), jnp.minimum(choice - t_cap, k_cap - 1)))
+        row = row.at[s].add(-1).at[new_s].add(1)
+        dish = dish.at[new_s].set(jnp.where(is_tab, dish[new_s], new_k))
+        gone = (c0[0] == 1) & (new_s != s)                    # its old table emptied
+        m = m.at[jnp.stack([new_k, ks[0]])].add(
+            jnp.stack([(~is_tab).astype(jnp.int32), -gone.astype(jnp.int32)]))
+        one = jnp.ones((1,), jnp.int32)
+        return (row, dish, t.at[i].set(new_s), z.at[i].set(new_k),
+                move_counts(word_topic, w[None], ks, new_k[None], one),
+                move_counts(topic, None, ks, new_k[None], one), m, overflow)
+
+    def document(d, carry):
+        st, overflow = carry
+        c = (st.table_count[d], st.table_topic[d], st.t, st.z, st.word_topic, st.topic,
+             st.topic_tables, overflow)
+        row, dish, t, z, word_topic, topic, m, overflow = jax.lax.fori_loop(
+            doc_start[d], doc_start[d] + data.doc_len[d], token, c)
+        return st._replace(table_count=st.table_count.at[d].set(row),
+                           table_topic=st.table_topic.at[d].set(dish), t=t, z=z,
+                           word_topic=word_topic, topic=topic, topic_tables=m), overflow
+
+    return jax.lax.fori_loop(0, d_cap, document, (st, jnp.bool_(False)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -732,7 +792,8 @@ def _finish(st: State, data: Data) -> State:
 def _sweep(key: Array, state: State, data: Data, params: Params, exclude_self: bool = True
            ) -> tuple[State, SweepInfo]:
     k_tab, k_dish, k_sm, k_conc = jax.random.split(key, 4)
-    st, of_tab = _table_steps(k_tab, state, data, params, exclude_self)
+    table_steps = _table_steps_sequential if params.sampler == "sequential" else _table_steps
+    st, of_tab = table_steps(k_tab, state, data, params, exclude_self)
     seat = _seating(st, data)
     if params.sampler == "sequential":
         st, of_dish = _dish_steps_sequential(k_dish, st, seat, params, exclude_self)
