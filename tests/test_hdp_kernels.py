@@ -305,8 +305,7 @@ def test_split_merge_leaves_posterior_invariant() -> None:
         jnp.asarray(t), jnp.asarray(dish))
 
     def moves(key, st):
-        seat = hdp._seating(st, data)
-        st, accepted, _ = hdp._split_merge(key, st, seat, params, 6)
+        st, accepted, _ = hdp._split_merge(key, st, data, params, 6)
         return hdp._finish(st, data), accepted
 
     final, accepted = jax.jit(jax.vmap(moves))(jax.random.split(jax.random.key(5), CHAINS), states)

@@ -73,6 +73,8 @@ __all__ = [
 ]
 
 SAMPLERS = ("parallel", "sequential")
+_EPS = 1e-6          # split proposals draw v ~ U(eps, 1 - eps)
+_SCANS = 2           # intermediate restricted Gibbs scans of a split-merge launch state
 SHARDABLE = False
 _F32 = jnp.float32
 
@@ -112,6 +114,7 @@ class Data(NamedTuple):
 
     word, doc: [N+1] int32 per token (corpus order). doc_len: [D] tokens per document.
     word_freq: [V] corpus frequency of each word of the vocabulary (its shape gives V).
+    doc_word: [N] id of the token's (document, word) pair (0 .. pairs-1).
     blocks, valid: [B, C] token positions of each table-step block of the parallel kernel
     (N = padding) and their mask.
     """
@@ -120,6 +123,7 @@ class Data(NamedTuple):
     doc: Array
     doc_len: Array
     word_freq: Array
+    doc_word: Array
     blocks: Array
     valid: Array
 
@@ -203,6 +207,8 @@ def prepare(corpus: Corpus, params: Params) -> Data:
         doc=jnp.asarray(np.append(corpus.doc_index, 0).astype(np.int32)),
         doc_len=jnp.asarray(corpus.doc_lengths.astype(np.int32)),
         word_freq=jnp.asarray(np.bincount(corpus.word_ids, minlength=corpus.num_words).astype(np.int32)),
+        doc_word=jnp.asarray(np.unique(corpus.doc_index.astype(np.int64) * corpus.num_words
+                                       + corpus.word_ids, return_inverse=True)[1].astype(np.int32)),
         blocks=jnp.asarray(blocks), valid=jnp.asarray(valid),
     )
 
@@ -613,139 +619,275 @@ def _dish_steps_parallel(key: Array, st: State, seat: _Seating, params: Params,
 
 
 # --------------------------------------------------------------------------------------------
-# split-merge of whole topics (exact Metropolis-Hastings over the dish partition of the tables)
+# split-merge of whole topics (exact Metropolis-Hastings on the tokens, tables integrated out)
 
 
 def _dm_words(counts: Array, beta: float) -> Array:
     """log DirMult evidence of one topic's word counts [V]: sum_w log beta^(n_w) - log (V beta)^(n)."""
     v = counts.shape[0]
-    return (jnp.sum(log_rising_factorial(jnp.full(counts.shape, beta, _F32), counts))
-            - log_rising_factorial(jnp.asarray(v * beta, _F32), jnp.sum(counts)))
+    counts = counts.astype(_F32)
+    return (jnp.sum(gammaln(counts + beta)) - v * gammaln(jnp.float32(beta))
+            - gammaln(jnp.sum(counts) + v * beta) + gammaln(jnp.float32(v * beta)))
 
 
-def _split_merge(key: Array, st: State, seat: _Seating, params: Params, attempts: int
+def _split_merge(key: Array, st: State, data: Data, params: Params, attempts: int
                  ) -> tuple[State, Array, Array]:
-    """`attempts` split-merge moves of whole topics, each an exact MH step.
+    """`attempts` split-merge moves of whole topics, each an exact MH step; then the seating of
+    the topics they changed is drawn afresh. Three exact steps on the CRF augmented with the
+    global topic weights pi = (pi_1 .. pi_K, pi_u):
 
-    Given the seating, the dishes are a Chinese-restaurant partition of the tables (gamma) with
-    Dirichlet-multinomial topics, so the sequentially allocated split-merge of DP mixtures (Dahl
-    2003; Wang & Blei 2012 for the HDP's tables) applies with tables as the items:
-
-    - two distinct active tables a, b are drawn uniformly (the set of tables is the same before
-      and after the move, so the pair is drawn with the same probability in both directions);
-    - same dish: propose to split it. a starts group A, b group B; the other tables S of the
-      dish are allocated to A or B with probability ∝ |G| * Polya predictive of the table's
-      words given G's words so far. They go in rounds: each table of S draws an independent
-      round j = floor(-log2 U) and rounds are visited from the highest down, all tables of a
-      round allocated at once against the groups at the round's start (O(log |S|) vectorised
-      rounds instead of |S| sequential steps; a valid proposal whose probability q is the
-      product of the draws). Accepted with min(1, p(split) / p(merged) / q(split)).
-    - different dishes: propose to merge them; accepted with min(1, p(merged) q(split) /
-      p(split)), q(split) the probability that the same rounds would have made the present split.
-
-    p(split) / p(merged) = gamma Gamma(m_A) Gamma(m_B) / Gamma(m_A + m_B)
-    * DirMult(n_A.) DirMult(n_B.) / DirMult(n_A. + n_B.)   (the dish CRP and eq. 18's evidence).
-    A split needs a free topic: if an accepted split finds none, overflow is reported.
+    1. pi | tables ~ Dirichlet(m_1, ..., m_K, gamma) (Teh et al. 2006, the posterior of G_0).
+    2. Given pi, the seating sums out in closed form: from p(t, k) Dir(pi | m, gamma),
+         p(z, pi) = gamma^K pi_u^(gamma-1) prod_k pi_k^-1 prod_j prod_k (alpha pi_k)^(n_jk) / alpha^(n_j)
+       (rising factorials; the sum over the seatings of n tokens of a CRP(c) is c^(n)). Each
+       attempt draws two distinct tokens i, j (i uniform; j uniform among the other tokens of
+       i's topic with probability 1/2, else among all: the ratio of these selection
+       probabilities in the two states enters the acceptance). Same topic k: propose to split it,
+       pi_A = v pi_k, pi_B = (1 - v) pi_k (v ~ U(eps, 1 - eps), Jacobian pi_k), i starts group A, j group
+       B. The other tokens S of k get a launch state (Jain & Neal 2004): allocated to A or B
+       with probability ∝ (n_dG + alpha pi_G) f_G(w) given the groups so far (sequential
+       allocation, Dahl 2003) in rounds (each token draws a round floor(-log2 U), rounds are
+       visited from the highest down, a round's tokens allocated at once: O(log N) vectorised
+       rounds), then _SCANS restricted Gibbs scans (all of S re-allocated at once given the
+       others). The proposal is one more such scan, q its probability. Accepted with
+       min(1, p(split) pi_k / (p(merged) q)). Different topics: propose the merge, accepted with
+       min(1, p(merged) q / (p(split) pi_k)), q the probability that the final scan from a launch
+       state drawn the same way (it depends on S and the anchors only) gives the present split.
+       p(split) / p(merged) = gamma pi_k / (pi_A pi_B) prod_d (alpha pi_A)^(n_dA) (alpha pi_B)^(n_dB)
+       / (alpha pi_k)^(n_dk) * DirMult(n_A.) DirMult(n_B.) / DirMult(n_k.).
+    3. The tables of the changed topics are emptied and their tokens seated from the exact
+       conditional p(t | z, pi): a CRP(alpha pi_k) per document and topic, drawn at once by the
+       "random earlier customer" construction (customer r opens a table with probability
+       c / (c + r), else joins the table of a uniformly chosen earlier customer of the group).
+    A split needs a free topic and new tables free slots: running out is reported as overflow.
     """
+    n = data.word.shape[0] - 1
     d_cap, t_cap = st.table_count.shape
     v, k_cap = st.word_topic.shape
-    nt = d_cap * t_cap
     beta, vb = params.beta, params.beta * v
-    tab = seat.doc * t_cap + seat.slot                    # flat (doc-major) table of sorted token
-    ws = seat.word
-    rw, rt = seat.word_rank.astype(_F32), seat.table_rank.astype(_F32)
-    ar = jnp.arange(nt)
-    max_round = max(1, (nt - 1).bit_length())
+    doc, word = data.doc[:n], data.word[:n]
+    alpha = st.alpha
+    max_round = max(1, (n - 1).bit_length())
+    k_pi, k_att, k_seat = jax.random.split(key, 3)
 
-    def per_table(k):
-        """One uniform per table, drawn slot-major so that growing T appends draws: a chain
-        is the same whatever its capacity (JAX's random streams are prefix-stable)."""
-        return jax.random.uniform(k, (t_cap, d_cap)).T.reshape(-1)
+    # 1. pi | tables
+    m = st.topic_tables
+    used = m > 0
+    g = jnp.where(used, jax.random.loggamma(k_pi, jnp.maximum(m, 1).astype(_F32)), -jnp.inf)
+    g_u = jax.random.loggamma(jax.random.fold_in(k_pi, 1), st.gamma)
+    norm = jnp.logaddexp(jax.scipy.special.logsumexp(g), g_u)
+    log_pi = g - norm
+
+    def doc_terms(n_d, log_p):          # sum_d log (alpha pi)^(n_d) for one topic, n_d [D]
+        c = alpha * jnp.exp(log_p)
+        return jnp.sum(gammaln(c + n_d.astype(_F32))) - d_cap * gammaln(c)
 
     def attempt(i, carry):
-        st, accepted, overflow = carry
-        k1, k2, k3, k4, k5 = jax.random.split(jax.random.fold_in(key, i), 5)
-        cnt = st.table_count.reshape(-1)
-        dish = st.table_topic.reshape(-1)
-        act = cnt > 0
-        n_act = jnp.sum(act, dtype=jnp.int32)
-        cum = jnp.cumsum(act, dtype=jnp.int32)
-        ra = uniform_index(jax.random.uniform(k1), n_act)
-        rb = uniform_index(jax.random.uniform(k2), n_act - 1)
-        rb = rb + (rb >= ra)
-        ia = jnp.searchsorted(cum, ra + 1, side="left")
-        ib = jnp.searchsorted(cum, rb + 1, side="left")
-        ka, kb = dish[ia], dish[ib]
+        z, word_topic, topic, log_pi, changed, accepted, overflow = carry
+        k1, k2, k3, k4, k5, k6 = jax.random.split(jax.random.fold_in(k_att, i), 6)
+        # anchors: a uniform; b uniform among the other tokens of a's topic with probability
+        # 1/2 (when it has others), else among all other tokens
+        tok = jnp.arange(n)
+        u_sel = jax.random.uniform(k1, (3,))
+        ra = uniform_index(u_sel[0], n)
+        same = z == z[ra]
+        n_same = jnp.sum(same, dtype=jnp.int32)             # tokens of a's topic, a included
+        rb_any = uniform_index(u_sel[1], n - 1)
+        rb_any = rb_any + (rb_any >= ra)
+        r_same = uniform_index(u_sel[1], n_same - 1)
+        r_same = r_same + (r_same >= jnp.sum(same & (tok < ra), dtype=jnp.int32))
+        rb_same = jnp.searchsorted(jnp.cumsum(same, dtype=jnp.int32), r_same + 1, side="left")
+        rb = jnp.where((u_sel[2] < 0.5) & (n_same > 1), rb_same, rb_any).astype(jnp.int32)
+        ka, kb = z[ra], z[rb]
         split = ka == kb
-        anchor = (ar == ia) | (ar == ib)
-        member = act & ((dish == ka) | (dish == kb)) & ~anchor
-        rounds = jnp.clip(jnp.floor(-jnp.log2(1.0 - per_table(k3))), 0, max_round
-                          ).astype(jnp.int32)
-        rounds = jnp.where(member, rounds, -1)
-        u_alloc = per_table(k4)
+        member = ((z == ka) | (z == kb)) & (tok != ra) & (tok != rb)
+        frac = jax.random.uniform(k5, minval=_EPS, maxval=1.0 - _EPS)
+        log_pa = jnp.where(split, log_pi[ka] + jnp.log(frac), log_pi[ka])
+        log_pb = jnp.where(split, log_pi[ka] + jnp.log1p(-frac), log_pi[kb])
+        c_a, c_b = alpha * jnp.exp(log_pa), alpha * jnp.exp(log_pb)
 
-        def group_words(sel):
-            return jnp.zeros(v, jnp.int32).at[ws].add(sel.astype(jnp.int32))
+        def counts(sel):                # (words [V], docs [D], total) of the selected tokens
+            w = sel.astype(jnp.int32)
+            return (jnp.zeros(v, jnp.int32).at[word].add(w), jnp.zeros(d_cap, jnp.int32).at[doc].add(w),
+                    jnp.sum(w))
 
-        init = (jnp.max(rounds), group_words(tab == ia), group_words(tab == ib),
-                jnp.int32(1), jnp.int32(1), cnt[ia], cnt[ib], jnp.float32(0.0),
-                ar == ib)
+        anchors = (tok == ra) | (tok == rb)
+        # launch state (Jain & Neal 2004), drawn from S and the anchors only. Units: the tokens
+        # of S in one document (a label-free unit: the same before and after the move); the
+        # anchors' documents seed A and B, the other units are allocated in rounds (each draws
+        # floor(-log2 U), highest first, a round's units at once) by their words' fit to the
+        # groups so far; restricted Gibbs scans of single tokens follow.
+        da_, db_ = doc[ra], doc[rb]
+        unit_round = jnp.clip(jnp.floor(-jnp.log2(1.0 - jax.random.uniform(k3, (d_cap,)))), 0,
+                              max_round).astype(jnp.int32)
+        unit_round = jnp.where((jnp.arange(d_cap) == da_) | (jnp.arange(d_cap) == db_), -1,
+                               unit_round)
+        seed_b = (member & (doc == db_) & (db_ != da_)) | (tok == rb)
+        seed_a = ((member & (doc == da_)) | (tok == ra)) & ~seed_b
+        u_unit = jax.random.uniform(jax.random.fold_in(k4, 0), (d_cap,))
+        in_unit = member & ~seed_a & ~seed_b
+        tok_round = jnp.where(in_unit, unit_round[doc], -1)
 
         def round_body(c):
-            j, n_a, n_b, m_a, m_b, tot_a, tot_b, logq, in_b = c
-            now = rounds == j
-            tok = now[tab]
+            j, wa, na, wb, nb, in_b = c
+            now = tok_round == j
+            fit_a = jnp.log(wa[word].astype(_F32) + beta) - jnp.log(na.astype(_F32) + vb)
+            fit_b = jnp.log(wb[word].astype(_F32) + beta) - jnp.log(nb.astype(_F32) + vb)
+            diff = jax.ops.segment_sum(jnp.where(now, fit_b - fit_a, 0.0), doc, num_segments=d_cap)
+            unit_b = jnp.log(u_unit) < jax.nn.log_sigmoid(diff)
+            to_b = now & unit_b[doc]
+            ga, gb = counts(now & ~to_b), counts(now & to_b)
+            return j - 1, wa + ga[0], na + ga[2], wb + gb[0], nb + gb[2], in_b | to_b
 
-            def predictive(n_g, tot_g, m_g):      # log m_G + log Polya(table | G), per table
-                term = (jnp.log(n_g[ws].astype(_F32) + beta + rw)
-                        - jnp.log(tot_g.astype(_F32) + vb + rt))
-                return (jax.ops.segment_sum(jnp.where(tok, term, 0.0), tab, num_segments=nt)
-                        + jnp.log(m_g.astype(_F32)))
+        ga, gb = counts(seed_a), counts(seed_b)
+        init = (jnp.max(tok_round), ga[0], ga[2], gb[0], gb[2], seed_b)
+        in_b = jax.lax.while_loop(lambda c: c[0] >= 0, round_body, init)[-1]
 
-            pa = predictive(n_a, tot_a, m_a)
-            pb = predictive(n_b, tot_b, m_b)
-            log_pb = pb - jnp.logaddexp(pa, pb)
-            log_pa = pa - jnp.logaddexp(pa, pb)
-            to_b = jnp.where(split, jnp.log(u_alloc) < log_pb, dish == kb)
-            logq = logq + jnp.sum(jnp.where(now, jnp.where(to_b, log_pb, log_pa), 0.0))
-            go_b, go_a = now & to_b, now & ~to_b
-            n_a = n_a + group_words(go_a[tab])
-            n_b = n_b + group_words(go_b[tab])
-            return (j - 1, n_a, n_b, m_a + jnp.sum(go_a, dtype=jnp.int32),
-                    m_b + jnp.sum(go_b, dtype=jnp.int32), tot_a + jnp.sum(jnp.where(go_a, cnt, 0)),
-                    tot_b + jnp.sum(jnp.where(go_b, cnt, 0)), logq, in_b | go_b)
+        unit_size = jax.ops.segment_sum(member.astype(jnp.int32), doc, num_segments=d_cap)
+        unit_word = jax.ops.segment_sum(member.astype(jnp.int32), data.doc_word,
+                                        num_segments=n)[data.doc_word]     # c_uw of each token
+        seed_in_doc_a = jnp.zeros(d_cap, jnp.int32).at[doc[ra]].add(1)
+        seed_in_doc_b = jnp.zeros(d_cap, jnp.int32).at[doc[rb]].add(1)
 
-        _, n_a, n_b, m_a, m_b, tot_a, tot_b, logq, in_b = jax.lax.while_loop(
-            lambda c: c[0] >= 0, round_body, init)
-        log_ratio = (jnp.log(st.gamma) + gammaln(m_a.astype(_F32)) + gammaln(m_b.astype(_F32))
-                     - gammaln((m_a + m_b).astype(_F32))
-                     + _dm_words(n_a, beta) + _dm_words(n_b, beta) - _dm_words(n_a + n_b, beta))
-        log_accept = jnp.where(split, log_ratio - logq, logq - log_ratio)
-        accept = (n_act >= 2) & (jnp.log(jax.random.uniform(k5)) < log_accept)
-        free = st.topic_tables == 0
+        def scan(in_b, key_u, final):
+            """One restricted Gibbs scan of the units (a document's non-anchor tokens of S),
+            all re-allocated at once given the others' groups (each unit's tokens taken out
+            of its group one by one); the final scan of a merge is forced to the present
+            split (probability 0 unless each unit lies in one group). Returns the new
+            allocation of the tokens and the log probability of the units' draws."""
+            group = member | anchors
+            wa, _, na = counts(group & ~in_b)
+            wb, _, nb = counts(group & in_b)
+            # each unit taken out of its group: its c_uw words of w, its n_u tokens
+            in_b_doc = jax.ops.segment_sum((member & in_b).astype(jnp.int32), doc,
+                                           num_segments=d_cap) > 0
+            own_b = jnp.where(member & in_b_doc[doc], 1, 0)
+            own_a = jnp.where(member & ~in_b_doc[doc], 1, 0)
+            size_t = unit_size[doc]
+            fit_a = (jnp.log((wa[word] - own_a * unit_word).astype(_F32) + beta)
+                     - jnp.log((na - own_a * size_t).astype(_F32) + vb))
+            fit_b = (jnp.log((wb[word] - own_b * unit_word).astype(_F32) + beta)
+                     - jnp.log((nb - own_b * size_t).astype(_F32) + vb))
+            size = unit_size.astype(_F32)
+            a_, b_ = seed_in_doc_a + c_a, seed_in_doc_b + c_b
+            diff = (jax.ops.segment_sum(jnp.where(member, fit_b - fit_a, 0.0), doc,
+                                        num_segments=d_cap)
+                    + gammaln(b_ + size) - gammaln(b_) - gammaln(a_ + size) + gammaln(a_))
+            log_b, log_a = jax.nn.log_sigmoid(diff), jax.nn.log_sigmoid(-diff)
+            unit_b = jnp.log(jax.random.uniform(key_u, (d_cap,))) < log_b
+            if final:       # a merge: the present split, if each unit lies in one group
+                present = jax.ops.segment_sum((member & (z == kb)).astype(jnp.int32), doc,
+                                              num_segments=d_cap)
+                coherent = jnp.all((present == 0) | (present == unit_size))
+                unit_b = jnp.where(split, unit_b, present > 0)
+            to_b = jnp.where(member, unit_b[doc], in_b)
+            logq = jnp.sum(jnp.where(unit_size > 0, jnp.where(unit_b, log_b, log_a), 0.0))
+            if final:
+                logq = jnp.where(split | coherent, logq, -jnp.inf)
+            return to_b, logq
+
+        for r in range(_SCANS):                        # intermediate scans: not part of q
+            in_b, _ = scan(in_b, jax.random.fold_in(k4, r + 1), False)
+        in_b, logq = scan(in_b, k4, True)              # the proposal, q its probability
+        group = member | anchors
+        wa, da, na = counts(group & ~in_b)
+        wb, db, nb = counts(group & in_b)
+        log_pk = jnp.logaddexp(log_pa, log_pb)
+        log_ratio = (jnp.log(st.gamma) + 2.0 * log_pk - log_pa - log_pb       # prior, Jacobian
+                     + doc_terms(da, log_pa) + doc_terms(db, log_pb) - doc_terms(da + db, log_pk)
+                     + _dm_words(wa, beta) + _dm_words(wb, beta) - _dm_words(wa + wb, beta))
+        # v ~ U(eps, 1 - eps): density 1 / (1 - 2 eps); a merge whose v lies outside could not
+        # have been proposed by a split, so it is refused
+        log_qv = jnp.log1p(-2 * _EPS)
+        v_back = jnp.exp(log_pa - log_pk)
+        # pair selection, log q_sel(a, b | split state) - log q_sel(a, b | merged state): split,
+        # b is reached only by the "any" branch (taken always when a is alone in A); merged,
+        # by both (a's topic then holds n_A + n_B >= 2 tokens)
+        log_sel = (jnp.log(jnp.where(na > 1, 0.5, 1.0) / (n - 1))
+                   - jnp.log(0.5 / (na + nb - 1) + 0.5 / (n - 1)))
+        log_accept = jnp.where(split, log_ratio - logq + log_qv + log_sel,
+                               jnp.where((v_back >= _EPS) & (v_back <= 1 - _EPS),
+                                         logq - log_ratio - log_qv - log_sel, -jnp.inf))
+        accept = jnp.log(jax.random.uniform(k6)) < log_accept
+        free = topic == 0
         no_room = accept & split & ~jnp.any(free)
         accept = accept & ~no_room
         kb_new = jnp.where(split, jnp.argmax(free), kb)
 
-        def apply(st):
-            # split: group B moves to a free topic; merge: dish kb joins ka
-            b_tables = jnp.where(split, in_b, act & (dish == kb)).reshape(d_cap, t_cap)
-            n_b_new = jnp.where(split, n_b, 0)
-            tot_b_new = jnp.where(split, tot_b, 0)
-            m_b_new = jnp.where(split, m_b, 0)
-            return st._replace(
-                table_topic=jnp.where(b_tables, jnp.where(split, kb_new, ka), st.table_topic),
-                word_topic=st.word_topic.at[:, ka].set(jnp.where(split, n_a, n_a + n_b))
-                .at[:, kb_new].set(n_b_new),
-                topic=st.topic.at[ka].set(jnp.where(split, tot_a, tot_a + tot_b))
-                .at[kb_new].set(tot_b_new),
-                topic_tables=st.topic_tables.at[ka].set(jnp.where(split, m_a, m_a + m_b))
-                .at[kb_new].set(m_b_new))
+        def apply(c):
+            z, word_topic, topic, log_pi, changed = c
+            # split: group B moves to a free topic; merge: topic kb joins ka
+            moved = jnp.where(split, in_b, z == kb)
+            sa = jnp.where(split, 1, 0)
+            return (jnp.where(moved, jnp.where(split, kb_new, ka), z),
+                    word_topic.at[:, ka].set(jnp.where(split, wa, wa + wb)).at[:, kb_new].set(wb * sa),
+                    topic.at[ka].set(jnp.where(split, na, na + nb)).at[kb_new].set(nb * sa),
+                    log_pi.at[ka].set(jnp.where(split, log_pa, log_pk))
+                    .at[kb_new].set(jnp.where(split, log_pb, -jnp.inf)),
+                    changed.at[ka].set(True).at[kb_new].set(True))
 
-        st = jax.lax.cond(accept, apply, lambda s: s, st)
-        return st, accepted + accept.astype(jnp.int32), overflow | no_room
+        z, word_topic, topic, log_pi, changed = jax.lax.cond(
+            accept, apply, lambda c: c, (z, word_topic, topic, log_pi, changed))
+        return (z, word_topic, topic, log_pi, changed, accepted + accept.astype(jnp.int32),
+                overflow | no_room)
 
-    return jax.lax.fori_loop(0, attempts, attempt, (st, jnp.int32(0), jnp.bool_(False)))
+    z0 = st.z[:n]
+    carry = (z0, st.word_topic, st.topic, log_pi, jnp.zeros(k_cap, bool), jnp.int32(0),
+             jnp.bool_(False))
+    z, word_topic, topic, log_pi, changed, accepted, overflow = jax.lax.fori_loop(
+        0, attempts, attempt, carry)
+    st = st._replace(z=jnp.append(z, 0), word_topic=word_topic, topic=topic)
+    st, of_seat = jax.lax.cond(jnp.any(changed),
+                               lambda s: _reseat(k_seat, s, data, changed, log_pi),
+                               lambda s: (s, jnp.bool_(False)), st)
+    return st, accepted, overflow | of_seat
+
+
+def _reseat(key: Array, st: State, data: Data, changed: Array, log_pi: Array) -> tuple[State, Array]:
+    """Empty the tables of the `changed` topics and seat their tokens (topics st.z) from
+    p(t | z, pi): per document and topic k a CRP(alpha pi_k) (see `_split_merge`, step 3)."""
+    n = data.word.shape[0] - 1
+    d_cap, t_cap = st.table_count.shape
+    k_cap = st.word_topic.shape[1]
+    doc, z = data.doc[:n], st.z[:n]
+    move = changed[z]
+    freed = (st.table_count > 0) & changed[st.table_topic]
+    table_count = jnp.where(freed, 0, st.table_count)
+    # the moving tokens grouped by (document, topic), in corpus order within a group
+    perm = jnp.argsort(jnp.where(move, doc * k_cap + z, d_cap * k_cap), stable=True)
+    q = jnp.arange(n)
+    sd, sz, sm = doc[perm], z[perm], move[perm]
+    new_group = (q == 0) | (sd != jnp.roll(sd, 1)) | (sz != jnp.roll(sz, 1))
+    first = jax.lax.cummax(jnp.where(new_group, q, 0))
+    rank = (q - first).astype(_F32)
+    k_open, k_join = jax.random.split(key)
+    conc = st.alpha * jnp.exp(log_pi[sz])
+    opens = jax.random.uniform(k_open, (n,)) * (conc + rank) < conc
+    parent = first + uniform_index(jax.random.uniform(k_join, (n,)), q - first)
+    ptr = jnp.where(opens | (rank == 0), q, parent)
+    for _ in range(max(1, n.bit_length())):                  # pointer jumping to the roots
+        ptr = ptr[ptr]
+    root = sm & (ptr == q)
+    # the r-th table opened in a document takes its r-th free slot
+    new_doc = (q == 0) | (sd != jnp.roll(sd, 1))
+    doc_first = jax.lax.cummax(jnp.where(new_doc, q, 0))
+    before = jnp.cumsum(root, dtype=jnp.int32) - root
+    rank_in_doc = before - before[doc_first]
+    free_cum = jnp.cumsum(table_count[sd] == 0, axis=1, dtype=jnp.int32)
+    slot = _nth_free(free_cum, rank_in_doc)
+    overflow = jnp.any(root & (slot >= t_cap))
+    slot = jnp.minimum(slot, t_cap - 1)[ptr]                  # every token: its root's slot
+    t_sorted = jnp.where(sm, slot, st.t[perm])
+    t = st.t.at[perm].set(t_sorted)
+    w = sm.astype(jnp.int32)
+    table_count = table_count.at[sd, slot].add(w)
+    table_topic = jnp.where(freed, 0, st.table_topic).at[jnp.where(root, sd, d_cap), slot].set(
+        sz, mode="drop")
+    active = table_count > 0
+    return st._replace(
+        t=t, table_count=table_count, table_topic=jnp.where(active, table_topic, 0),
+        topic_tables=count_table((k_cap,), table_topic.reshape(-1), weights=active.reshape(-1)),
+    ), overflow
 
 
 # --------------------------------------------------------------------------------------------
@@ -799,10 +941,11 @@ def _sweep(key: Array, state: State, data: Data, params: Params, exclude_self: b
         st, of_dish = _dish_steps_sequential(k_dish, st, seat, params, exclude_self)
     else:
         st, of_dish = _dish_steps_parallel(k_dish, st, seat, params, exclude_self)
+    st = _finish(st, data)                      # the dish step moved whole tables: refresh z
     accepted, of_sm = jnp.int32(0), jnp.bool_(False)
     if params.split_merge_steps:
-        st, accepted, of_sm = _split_merge(k_sm, st, seat, params, params.split_merge_steps)
-    st = _finish(st, data)
+        st, accepted, of_sm = _split_merge(k_sm, st, data, params, params.split_merge_steps)
+        st = _finish(st, data)
     if params.resample_concentrations:
         st = _resample_concentrations(k_conc, st, data, params)
     return st, SweepInfo(changed=jnp.sum(st.z != state.z, dtype=jnp.int32),
