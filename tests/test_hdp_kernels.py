@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import integrate, stats
 
 from jaxtopics import Corpus
 from jaxtopics.fit import run_sweeps
@@ -34,7 +34,8 @@ FAMILY_ALPHA = 1e-3
 DOCS = [[0, 1, 0], [1, 2]]
 ALPHA, GAMMA, BETA = 1.0, 0.7, 0.3
 CHAINS = 60_000
-SWEEPS = 10
+SWEEPS = 8           # from both starts the chains are at the posterior within noise by 3-5
+CONC_CHAINS = 30_000  # the gamma/beta draws of the concentration updates are slow under vmap
 
 
 # ------------------------------------------------------------------------------------------
@@ -103,6 +104,7 @@ class CRF:
         self.corpus = Corpus.from_arrays(self.word, offsets, [f"w{i}" for i in range(self.v)])
         self.doc = self.corpus.doc_index
         self.states = []          # (t [N] table slot per token, dish [N] topic per token, log p)
+        self.shape = []           # (tables, topics, log p without the alpha and gamma terms)
         token_ids = [list(range(offsets[j], offsets[j + 1])) for j in range(len(docs))]
         seatings = [list(_set_partitions(ids)) for ids in token_ids]
         for seating in _product(seatings):
@@ -120,6 +122,9 @@ class CRF:
                     z[blk] = dish_of[u]
                 self.states.append((t, z, self._log_joint(seating, tables, dishes, alpha,
                                                           gamma, beta)))
+                self.shape.append((len(tables), len(dishes), self._log_joint(
+                    seating, tables, dishes, 1.0, 1.0, beta) - self._concentration_terms(
+                    len(tables), len(dishes), 1.0, 1.0)))
         lj = np.array([s[2] for s in self.states])
         p = np.exp(lj - lj.max())
         self.full_post = p / p.sum()
@@ -130,6 +135,45 @@ class CRF:
         for (t, z, _), p in zip(self.states, self.full_post):
             self.part_post[self.part_index[_canonical(z)]] += p
         self.full_index = {k: i for i, k in enumerate(self.full_keys)}
+
+    def _concentration_terms(self, tables: int, topics: int, alpha: float, gamma: float) -> float:
+        """The alpha and gamma terms of log p(w, t, k): alpha^T prod_j 1 / alpha^(n_j) and
+        gamma^K / gamma^(m)."""
+        return (tables * math.log(alpha) - sum(_log_rising(alpha, len(d)) for d in self.docs)
+                + topics * math.log(gamma) - _log_rising(gamma, tables))
+
+    def integrated(self, shape: float, rate: float):
+        """Posterior over full states and over topic partitions with alpha, gamma ~ Gamma(shape,
+        rate) integrated out (1-d quadratures), and the posterior means of alpha and gamma."""
+        lens = [len(d) for d in self.docs]
+
+        def f_alpha(a, t):
+            return math.exp(t * math.log(a) - sum(_log_rising(a, n) for n in lens)
+                            + stats.gamma.logpdf(a, shape, scale=1 / rate))
+
+        def f_gamma(g, k, m):
+            return math.exp(k * math.log(g) - _log_rising(g, m)
+                            + stats.gamma.logpdf(g, shape, scale=1 / rate))
+
+        cache = {}
+
+        def moments(kind, *key):
+            if (kind, key) not in cache:
+                f = f_alpha if kind == "a" else f_gamma
+                z0 = integrate.quad(lambda x: f(x, *key), 0, np.inf, limit=200)[0]
+                z1 = integrate.quad(lambda x: x * f(x, *key), 0, np.inf, limit=200)[0]
+                cache[(kind, key)] = (z0, z1 / z0)
+            return cache[(kind, key)]
+
+        w = np.array([math.exp(base) * moments("a", t)[0] * moments("g", k, t)[0]
+                      for t, k, base in self.shape])
+        post = w / w.sum()
+        mean_a = float(sum(p * moments("a", t)[1] for p, (t, _, _) in zip(post, self.shape)))
+        mean_g = float(sum(p * moments("g", k, t)[1] for p, (t, k, _) in zip(post, self.shape)))
+        part = np.zeros(len(self.part_keys))
+        for (t, z, _), p in zip(self.states, post):
+            part[self.part_index[_canonical(z)]] += p
+        return post, part, mean_a, mean_g
 
     def _log_joint(self, seating, tables, dishes, alpha, gamma, beta) -> float:
         total = 0.0
@@ -178,7 +222,9 @@ def _crf() -> CRF:
 
 KERNELS = {
     "sequential": dict(sampler="sequential", split_merge_steps=0),
-    "sequential-sm": dict(sampler="sequential", split_merge_steps=2),
+    # alpha, gamma resampled (Gamma(1, 1) priors): the target integrates them out
+    "sequential-sm-conc": dict(sampler="sequential", split_merge_steps=2,
+                               resample_concentrations=True),
     # exact limit of the parallel kernel: one token per block, one table per dish group
     "parallel-exact-sm": dict(sampler="parallel", split_merge_steps=2, num_blocks=64, dish_groups=64),
 }
@@ -220,9 +266,10 @@ def _final(kernel: str, exclude_self: bool = True):
     data = hdp.prepare(e.corpus, params)
     seed = list(KERNELS).index(kernel) + (0 if exclude_self else 100)
     k_init, k_run = jax.random.split(jax.random.key(seed))
-    states = _init_chains(params, data, k_init, CHAINS)
+    chains = CONC_CHAINS if params.resample_concentrations else CHAINS
+    states = _init_chains(params, data, k_init, chains)
     fn = hdp.sweep if exclude_self else functools.partial(hdp._sweep, exclude_self=False)
-    final = _run(params, states, data, jax.random.split(k_run, CHAINS), SWEEPS, fn)
+    final = _run(params, states, data, jax.random.split(k_run, chains), SWEEPS, fn)
     return jax.tree.map(np.asarray, final), params, data
 
 
@@ -267,9 +314,18 @@ def test_enumeration_matches_exact_posterior(kernel: str) -> None:
     e = _crf()
     final, params, data = _final(kernel)
     z = final.z[:, :e.n]
-    _check(e.part_counts(z), e.part_post, f"{kernel}: partition into topics")
+    full_post, part_post = e.full_post, e.part_post
+    if params.resample_concentrations:
+        full_post, part_post, mean_a, mean_g = e.integrated(params.prior_shape, params.prior_rate)
+        for name, x, mean in (("alpha", final.alpha, mean_a), ("gamma", final.gamma, mean_g)):
+            se = float(np.std(x)) / math.sqrt(x.size)
+            z_score = (float(np.mean(x)) - mean) / se
+            assert abs(z_score) < stats.norm.isf(FAMILY_ALPHA / 8), (
+                f"{kernel}: posterior mean of {name} {np.mean(x):.4f} vs {mean:.4f} (z={z_score:.1f})")
+    _check(e.part_counts(z), part_post, f"{kernel}: partition into topics",
+           tv_bar=None if params.resample_concentrations else 0.02)
     # the full CRF state (seating + dishes) too, by chi-square (a finer law, more cells)
-    _check(e.full_counts(final.t[:, :e.n], z), e.full_post, f"{kernel}: full state", tv_bar=None)
+    _check(e.full_counts(final.t[:, :e.n], z), full_post, f"{kernel}: full state", tv_bar=None)
     # every chain's counts are those of its seating
     ref = jax.vmap(lambda s: hdp.rebuild(s, data, params))(jax.tree.map(jnp.asarray, final))
     for name in hdp.State._fields:
@@ -292,7 +348,7 @@ def test_split_merge_leaves_posterior_invariant() -> None:
     """Chains started at the exact posterior over full CRF states (drawn from the enumeration)
     and moved by split-merge steps alone stay at it (full states and topic partitions)."""
     e = _crf()
-    params = _params("sequential-sm")
+    params = _params("sequential-sm-conc")._replace(resample_concentrations=False)
     data = hdp.prepare(e.corpus, params)
     rng = np.random.default_rng(11)
     pick = rng.choice(len(e.states), size=CHAINS, p=e.full_post)
