@@ -30,11 +30,14 @@ Kernels (``Params.sampler``):
   the group's start. With ``num_blocks >= N`` and ``dish_groups >= D`` every block is one token
   and one table: the kernel is then the exact sequential sampler (tested by enumeration).
 
-Both kernels end each sweep with ``split_merge_steps`` split-merge moves of whole topics (exact
-Metropolis-Hastings, Dahl's / Wang & Blei's sequentially allocated split-merge over the tables:
-`_split_merge`), which fix the slow topic-count mixing of table and dish steps alone, and, with
-``resample_concentrations``, draw alpha and gamma from their conditionals (the auxiliary-variable
-schemes of Escobar & West 1995 and Teh et al. 2006, Gamma(prior_shape, prior_rate) priors).
+Both kernels end each sweep with ``split_merge_steps`` split-merge moves of whole topics
+(`_split_merge`): exact Metropolis-Hastings moves on the tokens' topics with the seating summed
+out given the global topic weights pi (drawn from their conditional Dir(m_1..m_K, gamma)), with
+Jain & Neal launch states, followed by an exact re-seating of the changed topics. Table and dish
+steps alone mix the number of topics very slowly (a merged pair of topics shares tables, which no
+move of whole tables can separate); these moves fix that. With ``resample_concentrations``
+alpha and gamma are drawn from their conditionals too (the auxiliary-variable schemes of Escobar
+& West 1995 and Teh et al. 2006, Gamma(prior_shape, prior_rate) priors).
 
 Capacity: topics and table slots per document are the static shapes of the state's arrays
 (``word_topic`` [V, K], ``table_count`` [D, T]), with active masks (m_k > 0, n_jt > 0). A sweep that
@@ -1057,19 +1060,12 @@ def fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps
     prior = float(state.alpha) * est["topic_tables"] / (m.sum() + float(state.gamma))
     n = new_data.word.shape[0] - 1
     blocks, valid = strided_blocks(max(n, 1), params.num_blocks)
-    return _fold_in_run(key, phi.T, jnp.asarray(prior, _F32), new_data, jnp.asarray(blocks),
-                        jnp.asarray(valid), num_sweeps)
+    return _fold_in(key, phi.T, jnp.asarray(prior, _F32), new_data.doc, new_data.word,
+                    jnp.asarray(blocks), jnp.asarray(valid), num_sweeps, n,
+                    new_data.doc_len.shape[0], phi.shape[0])
 
 
-def _fold_in_run(key, phi_vk, prior, new_data: Data, blocks, valid, num_sweeps: int) -> Array:
-    n = new_data.word.shape[0] - 1
-    d = new_data.doc_len.shape[0]
-    k = phi_vk.shape[1]
-    return _fold_in_jit(key, phi_vk, prior, new_data.doc, new_data.word, new_data.doc_len,
-                        blocks, valid, num_sweeps, n, d, k)
-
-
-def _fold_in_impl(key, phi_vk, prior, doc, word, doc_len, blocks, valid, num_sweeps, n, d, k):
+def _fold_in_impl(key, phi_vk, prior, doc, word, blocks, valid, num_sweeps, n, d, k):
     z0 = jnp.append(jax.random.randint(jax.random.fold_in(key, 0), (n,), 0, k), 0)
     ndk = count_table((d, k), doc[:n], z0[:n])
 
@@ -1103,5 +1099,5 @@ def _fold_in_impl(key, phi_vk, prior, doc, word, doc_len, blocks, valid, num_swe
     return acc / (num_sweeps - num_sweeps // 2)
 
 
-_fold_in_jit = jax.jit(_fold_in_impl, static_argnums=(8, 9, 10, 11))
+_fold_in = jax.jit(_fold_in_impl, static_argnums=(7, 8, 9, 10))
 
