@@ -21,7 +21,7 @@ from .errors import (  # noqa: E402
 )
 from . import distributed, metrics  # noqa: E402
 from .estimators import (  # noqa: E402
-    DMM, DPMM, DPMRM, LDA, PTM, FittedModel, SentenceLDA, TransformInfo, load,
+    DMM, DPMM, DPMRM, HDP, LDA, PTM, FittedModel, SentenceLDA, TransformInfo, load,
 )
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "EmptyDocumentError",
     "FittedModel",
     "FormatError",
+    "HDP",
     "JaxTopicsError",
     "LDA",
     "ParameterError",

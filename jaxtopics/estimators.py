@@ -29,11 +29,11 @@ from .corpus import Corpus, TextOptions, split_sentences
 from .errors import CorpusError, FormatError, ParameterError, UnknownWordsWarning
 from .fit import TracePoint, chain_keys, run_sweeps
 from .io import decode_strings, encode_strings, load_model_file, save_model_file
-from .models import dmm, dpmm, dpmrm, lda, ptm, slda
+from .models import dmm, dpmm, dpmrm, hdp, lda, ptm, slda
 from .validate import INT32_MAX, check_int, check_positive_int, check_seed, seed_key
 
-__all__ = ["LDA", "DMM", "DPMM", "DPMRM", "PTM", "SentenceLDA", "FittedModel", "Option",
-           "TransformInfo", "load", "MODELS"]
+__all__ = ["LDA", "DMM", "DPMM", "DPMRM", "HDP", "PTM", "SentenceLDA", "FittedModel", "FittedHDP",
+           "Option", "TransformInfo", "load", "MODELS"]
 
 #: model name -> estimator class (filled by ``_Estimator.__init_subclass__``), for load() and the CLI
 MODELS: dict[str, type["_Estimator"]] = {}
@@ -366,8 +366,8 @@ def load(path: str | os.PathLike) -> FittedModel:
     state = _state_from_arrays(module, params, arrays, path, num_tokens=num_tokens,
                                num_docs=num_docs, num_words=len(vocab))
     trace = _trace_from_arrays(arrays, sweeps_done, path)
-    model = FittedModel(name, params, vocab, seed, state, None, fingerprint, sweeps_done, trace,
-                        num_tokens)
+    model = MODELS[name].fitted_class(name, params, vocab, seed, state, None, fingerprint,
+                                      sweeps_done, trace, num_tokens)
     model.text_options = options
     names = meta.get("label_names")
     if names is not None:
@@ -412,6 +412,8 @@ class _Estimator:
     options: ClassVar[tuple[Option, ...]] = ()
     #: the corpus must carry sentence boundaries (``Corpus.from_texts(..., sentences=True)``)
     needs_sentences: ClassVar[bool] = False
+    #: the fitted object's class (a FittedModel subclass adds model-specific methods)
+    fitted_class: ClassVar[type[FittedModel]] = FittedModel
 
     params: Any
 
@@ -447,8 +449,8 @@ class _Estimator:
             init_key = jax.random.fold_in(init_key, jax.process_index())
             num_tokens = int(distributed._allgather_host(np.asarray([num_tokens])).sum())
         state = self.module.init(init_key, data, self.params)
-        fitted = FittedModel(self.name, self.params, corpus.vocab, int(seed), state, data,
-                             _fingerprint(corpus, self.name), 0, [], num_tokens)
+        fitted = self.fitted_class(self.name, self.params, corpus.vocab, int(seed), state, data,
+                                   _fingerprint(corpus, self.name), 0, [], num_tokens)
         fitted.__dict__["_local_state"] = jax.process_count() > 1
         fitted.text_options = corpus.text_options
         fitted.label_names = corpus.label_names
@@ -925,3 +927,87 @@ def _concentration(x: Any, name: str) -> float:
     if isinstance(x, (bool, np.bool_)):
         raise ParameterError(f"{name} must be a number, got {x!r}")
     return _number(x, name)
+
+
+class FittedHDP(FittedModel):
+    """A fitted HDP chain: FittedModel's read-outs over the active topics (largest first), plus
+    ``num_active_topics``, ``topic_sizes``, ``topic_tables`` and `to_lda`."""
+
+    def to_lda(self, alpha: float | None = None, beta: float | None = None,
+               sampler: str = "parallel", **options: Any) -> FittedModel:
+        """An LDA fitted object initialised from this state, to continue with LDA's kernels.
+
+        K = the active topics, each token keeps its topic (numbered as ``topic_word``'s rows).
+        `alpha` defaults to the HDP's alpha / K (the same total prior mass per document),
+        `beta` to the HDP's. The LDA chain starts at sweep 0 with this model's seed; continue it
+        with ``.resume(corpus, num_sweeps)`` (the corpus this model was fitted on).
+        """
+        from .ops import count_table
+
+        state = self._state
+        z = jnp.asarray(hdp.assignments(state))
+        k = int(hdp.active_topics(state).shape[0])
+        if alpha is None:
+            alpha = float(state.alpha) / k
+        lda_params = lda.check_params(lda.Params(
+            num_topics=k, alpha=_number(alpha, "alpha"),
+            beta=_number(self.params.beta if beta is None else beta, "beta"),
+            sampler=sampler, **options))
+        lda_state = None
+        if self._data is not None:
+            n = z.shape[0]
+            doc, word = self._data.doc[:n], self._data.word[:n]
+            v = self._data.word_freq.shape[0]
+            lda_state = lda.State(z=jnp.append(z, 0).astype(jnp.int32),
+                                  doc_topic=count_table((self._data.doc_len.shape[0], k), doc, z),
+                                  word_topic=count_table((v, k), word, z),
+                                  topic=count_table((k,), z))
+        else:           # loaded from a file: the counts are rebuilt by resume(corpus, ...)
+            lda_state = lda.State(z=jnp.append(z, 0).astype(jnp.int32),
+                                  doc_topic=jnp.zeros((self.doc_topic.shape[0], k), jnp.int32),
+                                  word_topic=jnp.zeros((len(self.vocab), k), jnp.int32),
+                                  topic=jnp.zeros((k,), jnp.int32))
+        fitted = FittedModel("lda", lda_params, self.vocab, self.seed, lda_state, None,
+                             self.corpus_fingerprint, 0, [], self.num_tokens)
+        fitted.text_options = self.text_options
+        return fitted
+
+
+class HDP(_Estimator):
+    """Hierarchical Dirichlet process (Chinese restaurant franchise), a nonparametric LDA.
+
+    ``HDP(alpha=1.0, gamma=1.0, beta=0.05, sampler="parallel", initial_topics=1)``: alpha the
+    document-level and gamma the corpus-level DP concentration, beta the topic-word Dirichlet.
+    Samplers: "parallel" (blocked table and dish steps, the fast default), "sequential" (the
+    exact CRF sampler of Teh et al. 2006). Both run ``split_merge_steps`` exact split-merge moves
+    of whole topics per sweep; ``resample_concentrations=True`` draws alpha and gamma too.
+    Fitted: ``num_active_topics``, ``topic_sizes``, ``topic_word`` / ``doc_topic`` over the active
+    topics, ``to_lda()``. See ``jaxtopics.models.hdp`` for the kernels and their equations.
+    """
+
+    name = "hdp"
+    module = hdp
+    fitted_class = FittedHDP
+    options = (Option("--gamma", "gamma", float, "corpus-level DP concentration (hdp)"),
+               Option("--initial-topics", "initial_topics", int,
+                      "topics of the random initial state (hdp)"))
+
+    def __init__(self, alpha: float = 1.0, gamma: float = 1.0, beta: float = 0.05,
+                 sampler: str = "parallel", initial_topics: int = 1, *,
+                 resample_concentrations: bool = False, split_merge_steps: int = 10,
+                 num_blocks: int = 64, dish_groups: int = 1, topic_capacity: int = 0,
+                 table_capacity: int = 0, prior_shape: float = 1.0, prior_rate: float = 1.0,
+                 chunk_size: int = 4096):
+        params = hdp.check_params(hdp.Params(
+            alpha=alpha, gamma=gamma, beta=beta, sampler=sampler, initial_topics=initial_topics,
+            resample_concentrations=resample_concentrations,
+            split_merge_steps=split_merge_steps, num_blocks=num_blocks, dish_groups=dish_groups,
+            topic_capacity=topic_capacity, table_capacity=table_capacity,
+            prior_shape=prior_shape, prior_rate=prior_rate, chunk_size=chunk_size))
+        floats = ("alpha", "gamma", "beta", "prior_shape", "prior_rate")
+        ints = ("initial_topics", "split_merge_steps", "num_blocks", "dish_groups",
+                "topic_capacity", "table_capacity", "chunk_size")
+        self.params = params._replace(
+            **{f: float(getattr(params, f)) for f in floats},
+            **{f: int(getattr(params, f)) for f in ints},
+            resample_concentrations=bool(resample_concentrations))

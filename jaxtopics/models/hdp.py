@@ -1,0 +1,1103 @@
+"""Hierarchical Dirichlet process topic model: the Chinese restaurant franchise (CRF).
+
+Seed 000 eq. 13-23 (Teh et al. 2006), with the corrections of DESIGN.md "Seed notes". Document j
+is a restaurant whose tables t each serve one dish (topic) k_jt; token i of word w sits at a table
+t_i. With n_jt tokens at table t, m_k tables serving dish k (m tables in all), n_kw / n_k the
+words / tokens of topic k, and f_k(w) = (n_kw + beta) / (n_k + V beta) (eq. 18; f_new = 1/V):
+
+    table step (eq. 19-20), the token left out of every count ("-i"):
+      p(t_i = t)            ∝ n_jt^-i f_{k_jt}^-i(w)
+      p(t_i = new, k = k)   ∝ alpha m_k^-i f_k^-i(w) / (m^-i + gamma)          (eq. 20-21 joined:
+      p(t_i = new, k = new) ∝ alpha gamma (1/V) / (m^-i + gamma)                one categorical)
+    dish step (eq. 21 for a whole table, its tokens a block; Polya ratios in log space):
+      p(k_jt = k)   ∝ m_k^-jt  prod_w (n_kw^-jt + beta)^(c_jtw) / (n_k^-jt + V beta)^(n_jt)
+      p(k_jt = new) ∝ gamma    prod_w beta^(c_jtw) / (V beta)^(n_jt)
+
+``log_joint`` is the collapsed log p(w, t, k) of the CRF: the seating CRP of every document,
+the dish CRP of the tables and the Dirichlet-multinomial evidence of the words (eq. 18).
+
+Kernels (``Params.sampler``):
+
+- ``"sequential"``: exact collapsed Gibbs (Teh et al.'s CRF sampler): the table step of every token
+  in corpus order, then the dish step of every table, one table at a time.
+- ``"parallel"`` (default): the same two steps blocked. Tokens are dealt into ``num_blocks``
+  interleaved blocks (as LDA's kernel); the tokens of a block draw at once from the table step
+  against the counts at the block's start (each leaves itself out), counts are refreshed exactly
+  between blocks; tables opened in a block get distinct free slots, each token that opens a new
+  dish its own new topic (a sequential pass would sometimes have seated the second one with the
+  first). The dish step visits the tables slot by slot (table slot r of every document, split in
+  ``dish_groups`` groups of documents): the tables of a group draw at once against the counts at
+  the group's start. With ``num_blocks >= N`` and ``dish_groups >= D`` every block is one token
+  and one table: the kernel is then the exact sequential sampler (tested by enumeration).
+
+Both kernels end each sweep with ``split_merge_steps`` split-merge moves of whole topics
+(`_split_merge`): exact Metropolis-Hastings moves on the tokens' topics with the seating summed
+out given the global topic weights pi (drawn from their conditional Dir(m_1..m_K, gamma)), with
+Jain & Neal launch states, followed by an exact re-seating of the changed topics. Table and dish
+steps alone mix the number of topics very slowly (a merged pair of topics shares tables, which no
+move of whole tables can separate); these moves fix that. With ``resample_concentrations``
+alpha and gamma are drawn from their conditionals too (the auxiliary-variable schemes of Escobar
+& West 1995 and Teh et al. 2006, Gamma(prior_shape, prior_rate) priors).
+
+Capacity: topics and table slots per document are the static shapes of the state's arrays
+(``word_topic`` [V, K], ``table_count`` [D, T]), with active masks (m_k > 0, n_jt > 0). A sweep that
+needs a slot it does not have reports ``overflow``; the driver (``fit.run_sweeps``) discards it,
+calls `grow` (double and re-pad, outside jit) and redoes it with the same key.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import Array
+from jax.scipy.special import gammaln
+
+from ..corpus import Corpus
+from ..errors import CorpusError, ParameterError
+from ..ops import (
+    categorical,
+    categorical_logits,
+    chunked_map,
+    count_table,
+    dirichlet_multinomial_log_evidence,
+    log_rising_factorial,
+    move_counts,
+    strided_blocks,
+    uniform_index,
+)
+
+__all__ = [
+    "Params", "State", "Data", "SweepInfo", "SAMPLERS",
+    "check_params", "prepare", "init", "state_from_seating", "sweep", "grow", "log_joint",
+    "estimate", "fold_in", "assignments", "rebuild", "active_topics",
+]
+
+SAMPLERS = ("parallel", "sequential")
+_EPS = 1e-6          # split proposals draw v ~ U(eps, 1 - eps)
+_SCANS = 2           # intermediate restricted Gibbs scans of a split-merge launch state
+SHARDABLE = False
+_F32 = jnp.float32
+
+
+class Params(NamedTuple):
+    """HDP hyper-parameters and kernel settings (hashable: a static argument under jit).
+
+    alpha: document-level DP concentration (alpha_0). gamma: corpus-level DP concentration.
+    beta: symmetric topic-word Dirichlet. sampler: "parallel" | "sequential".
+    initial_topics: topics of the random initial state (tokens drawn uniformly among them, one
+    table per document and topic). resample_concentrations: draw alpha and gamma every sweep
+    (Gamma(prior_shape, prior_rate) priors); alpha and gamma are then the starting values.
+    split_merge_steps: split-merge attempts per sweep (0 = none).
+    num_blocks: token blocks of a parallel sweep; dish_groups: document groups of the parallel
+    dish step. topic_capacity, table_capacity: initial capacities (0 = automatic); grown as
+    needed. chunk_size: tokens per chunk of the parallel dish step.
+    """
+
+    alpha: float = 1.0
+    gamma: float = 1.0
+    beta: float = 0.05
+    sampler: str = "parallel"
+    initial_topics: int = 1
+    resample_concentrations: bool = False
+    split_merge_steps: int = 10
+    num_blocks: int = 64
+    dish_groups: int = 1
+    topic_capacity: int = 0
+    table_capacity: int = 0
+    prior_shape: float = 1.0
+    prior_rate: float = 1.0
+    chunk_size: int = 4096
+
+
+class Data(NamedTuple):
+    """Device layout of a corpus. Token arrays have one dummy slot at index N.
+
+    word, doc: [N+1] int32 per token (corpus order). doc_len: [D] tokens per document.
+    word_freq: [V] corpus frequency of each word of the vocabulary (its shape gives V).
+    doc_word: [N] id of the token's (document, word) pair (0 .. pairs-1).
+    blocks, valid: [B, C] token positions of each table-step block of the parallel kernel
+    (N = padding) and their mask.
+    """
+
+    word: Array
+    doc: Array
+    doc_len: Array
+    word_freq: Array
+    doc_word: Array
+    blocks: Array
+    valid: Array
+
+
+class State(NamedTuple):
+    """Chain state (a pytree; capacities K = topics, T = table slots per document are shapes).
+
+    t: [N+1] int32 table slot of each token in its document (slot N: dummy 0).
+    z: [N+1] int32 topic of each token (= table_topic[doc, t]; slot N: dummy 0).
+    table_count: [D, T] int32 n_jt (0 = free slot). table_topic: [D, T] int32 dish k_jt (0 where
+    the slot is free). word_topic: [V, K] int32 n_kw. topic: [K] int32 n_k. topic_tables: [K]
+    int32 m_k (0 = free topic). alpha, gamma: float32 scalars, the current concentrations.
+    """
+
+    t: Array
+    z: Array
+    table_count: Array
+    table_topic: Array
+    word_topic: Array
+    topic: Array
+    topic_tables: Array
+    alpha: Array
+    gamma: Array
+
+
+class SweepInfo(NamedTuple):
+    """Per-sweep diagnostics. changed: tokens whose topic changed (int32). overflow: the sweep
+    needed a topic or table slot the state lacks (the driver grows and redoes it).
+    accepted: split-merge moves accepted. num_topics: active topics after the sweep."""
+
+    changed: Array
+    overflow: Array
+    accepted: Array
+    num_topics: Array
+
+
+# --------------------------------------------------------------------------------------------
+# parameters, layout, state
+
+
+def _check_int(name: str, v, low: int) -> None:
+    if not isinstance(v, (int, np.integer)) or isinstance(v, (bool, np.bool_)) or v < low:
+        raise ParameterError(f"{name} must be an integer >= {low}, got {v!r}")
+
+
+def _check_positive(name: str, v) -> None:
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise ParameterError(f"{name} must be a number, got {v!r}")
+    if not np.isfinite(v) or v <= 0:
+        raise ParameterError(f"{name} must be a finite number > 0, got {v!r}")
+    if v < 1e-30 or v > 1e30:
+        raise ParameterError(f"{name} must lie in [1e-30, 1e30] (float32), got {v!r}")
+
+
+def check_params(params: Params) -> Params:
+    """Validate hyper-parameters; raises ParameterError naming the bad field."""
+    for name in ("alpha", "gamma", "beta", "prior_shape", "prior_rate"):
+        _check_positive(name, getattr(params, name))
+    if params.sampler not in SAMPLERS:
+        raise ParameterError(f"sampler must be one of {SAMPLERS}, got {params.sampler!r}")
+    if not isinstance(params.resample_concentrations, (bool, np.bool_)):
+        raise ParameterError("resample_concentrations must be True or False, "
+                             f"got {params.resample_concentrations!r}")
+    for name, low in (("initial_topics", 1), ("split_merge_steps", 0), ("num_blocks", 1),
+                      ("dish_groups", 1), ("topic_capacity", 0), ("table_capacity", 0),
+                      ("chunk_size", 1)):
+        _check_int(name, getattr(params, name), low)
+    if params.initial_topics > 2**20:
+        raise ParameterError(f"initial_topics must be <= 2**20, got {params.initial_topics}")
+    return params
+
+
+def prepare(corpus: Corpus, params: Params) -> Data:
+    """Lay the corpus out for sweeps: per-token arrays and the table-step blocks."""
+    n = corpus.num_tokens
+    if n == 0:
+        raise CorpusError("HDP needs a corpus with at least one token")
+    blocks, valid = strided_blocks(n, params.num_blocks)
+    return Data(
+        word=jnp.asarray(np.append(corpus.word_ids, 0).astype(np.int32)),
+        doc=jnp.asarray(np.append(corpus.doc_index, 0).astype(np.int32)),
+        doc_len=jnp.asarray(corpus.doc_lengths.astype(np.int32)),
+        word_freq=jnp.asarray(np.bincount(corpus.word_ids, minlength=corpus.num_words).astype(np.int32)),
+        doc_word=jnp.asarray(np.unique(corpus.doc_index.astype(np.int64) * corpus.num_words
+                                       + corpus.word_ids, return_inverse=True)[1].astype(np.int32)),
+        blocks=jnp.asarray(blocks), valid=jnp.asarray(valid),
+    )
+
+
+def _capacities(params: Params) -> tuple[int, int]:
+    """Initial (topics, table slots) of `init`: the requested ones, at least what the initial
+    state needs (0 = automatic: twice the initial topics, at least 16 topics / 8 tables)."""
+    k0 = params.initial_topics
+    k = params.topic_capacity or max(16, 2 * k0)
+    t = params.table_capacity or max(8, k0)
+    return max(k, k0), max(t, min(k0, 2**20))
+
+
+def _recount(t: Array, table_topic: Array, data: Data, num_words: int, num_topics: int,
+             alpha, gamma) -> State:
+    """Count tables for the seating `t` [N] and dishes `table_topic` [D, T] (free slots -> 0)."""
+    n = data.word.shape[0] - 1
+    d_cap, t_cap = table_topic.shape
+    t = jnp.asarray(t, jnp.int32)[:n]
+    doc, word = data.doc[:n], data.word[:n]
+    table_count = count_table((d_cap, t_cap), doc, t)
+    active = table_count > 0
+    table_topic = jnp.where(active, jnp.asarray(table_topic, jnp.int32), 0)
+    z = table_topic[doc, t]
+    return State(
+        t=jnp.append(t, 0).astype(jnp.int32), z=jnp.append(z, 0).astype(jnp.int32),
+        table_count=table_count, table_topic=table_topic,
+        word_topic=count_table((num_words, num_topics), word, z),
+        topic=count_table((num_topics,), z),
+        topic_tables=count_table((num_topics,), table_topic.reshape(-1),
+                                 weights=active.reshape(-1)),
+        alpha=jnp.asarray(alpha, _F32), gamma=jnp.asarray(gamma, _F32))
+
+
+def state_from_seating(t: Array, table_topic: Array, data: Data, num_topics: int, *,
+                       alpha: float, gamma: float) -> State:
+    """The state of a given seating: table slot `t` [N] of every token (corpus order) and dish
+    `table_topic` [D, T] of every table slot (dishes < `num_topics`, the topic capacity); every
+    count table is recounted."""
+    return _recount(t, table_topic, data, data.word_freq.shape[0], num_topics, alpha, gamma)
+
+
+def init(key: Array, data: Data, params: Params) -> State:
+    """Random initial state: each token's topic uniform among ``initial_topics``, one table per
+    document and topic (the tokens of a document that share a topic share its table)."""
+    n = data.word.shape[0] - 1
+    d = data.doc_len.shape[0]
+    v = data.word_freq.shape[0]
+    k0 = params.initial_topics
+    k_cap, t_cap = _capacities(params)
+    z = jax.random.randint(key, (n,), 0, k0)
+    doc = data.doc[:n]
+    present = count_table((d, k0), doc, z) > 0
+    slot_of = jnp.cumsum(present, axis=1, dtype=jnp.int32) - 1          # [D, K0]
+    t = slot_of[doc, z]
+    rows = jnp.where(present, jnp.arange(d)[:, None], d)                # absent: dropped
+    table_topic = jnp.zeros((d, t_cap), jnp.int32).at[rows, slot_of].set(
+        jnp.broadcast_to(jnp.arange(k0, dtype=jnp.int32), (d, k0)), mode="drop")
+    return _recount(t, table_topic, data, v, k_cap, params.alpha, params.gamma)
+
+
+def grow(state: State, data: Data, params: Params) -> State:
+    """Double the topic capacity, the table capacity, or both, and re-pad (host side).
+
+    The sweep that overflowed is discarded, so which capacity ran out is not known here: every
+    capacity at least half in use is doubled (a sweep rarely opens more than that at once), and
+    both when neither is (a redo that overflows again grows again).
+    """
+    t_cap = state.table_count.shape[-1]
+    k_cap = state.word_topic.shape[-1]
+    tables_used = int(jnp.max(jnp.sum(state.table_count > 0, axis=-1)))
+    topics_used = int(jnp.max(jnp.sum(state.topic_tables > 0, axis=-1)))
+    grow_t = 2 * tables_used >= t_cap
+    grow_k = 2 * topics_used >= k_cap
+    if not (grow_t or grow_k):
+        grow_t = grow_k = True
+
+    def pad(a, extra):
+        return jnp.pad(a, [(0, 0)] * (a.ndim - 1) + [(0, extra)])
+
+    if grow_t:
+        state = state._replace(table_count=pad(state.table_count, t_cap),
+                               table_topic=pad(state.table_topic, t_cap))
+    if grow_k:
+        state = state._replace(word_topic=pad(state.word_topic, k_cap),
+                               topic=pad(state.topic, k_cap),
+                               topic_tables=pad(state.topic_tables, k_cap))
+    return state
+
+
+# --------------------------------------------------------------------------------------------
+# table step (eq. 19-21)
+
+
+def _nth_free(free_cum: Array, rank: Array) -> Array:
+    """Index of the (rank+1)-th free slot given the inclusive running count of free slots along
+    the last axis (= the axis length when there are not that many)."""
+    return jnp.sum(free_cum <= rank[..., None], axis=-1, dtype=jnp.int32)
+
+
+def _seat_weights(cnt: Array, dish: Array, s: Array, word_rows: Array, st: State, beta: float,
+                  exclude_self: bool) -> tuple[Array, Array, Array]:
+    """Eq. 19-21 for tokens with table rows `cnt`, `dish` [C, T] of their documents, own table
+    `s` [C] and word-topic rows `word_rows` [C, K]: each token leaves itself out (its table,
+    topic and word counts; its table's m_k if it sat alone) and weighs T + K + 1 choices: an
+    existing table of its document, a new table with an existing dish, a new table with a new
+    dish. Returns (weights [C, T+K+1], current topic ks [C], tokens at the own table c0 [C]).
+    `exclude_self=False` leaves the "-1" out: a deliberately wrong kernel, for negative tests.
+    """
+    t_cap = cnt.shape[1]
+    v, k_cap = st.word_topic.shape
+    ks = jnp.take_along_axis(dish, s[:, None], 1)[:, 0]
+    c0 = jnp.take_along_axis(cnt, s[:, None], 1)[:, 0]
+    x = jnp.int32(1 if exclude_self else 0)
+    own_t = (jnp.arange(t_cap)[None, :] == s[:, None]).astype(jnp.int32) * x
+    own_k = (jnp.arange(k_cap)[None, :] == ks[:, None]).astype(jnp.int32) * x
+    alone = (c0 == 1).astype(jnp.int32) * x
+    m = st.topic_tables
+    m_x = m[None, :] - own_k * alone[:, None]
+    m_tot = jnp.sum(m) - alone
+    f = ((word_rows - own_k).astype(_F32) + beta) / (
+        (st.topic[None, :] - own_k).astype(_F32) + v * beta)      # eq. 18, [C, K]
+    w_tab = (cnt - own_t).astype(_F32) * jnp.take_along_axis(f, dish, 1)
+    scale = st.alpha / (m_tot.astype(_F32) + st.gamma)
+    w_dish = scale[:, None] * m_x.astype(_F32) * f
+    w_new = scale * st.gamma / v
+    return jnp.concatenate([w_tab, w_dish, w_new[:, None]], axis=1), ks, c0
+
+
+def _seat_block(st: State, pos: Array, valid: Array, u: Array, data: Data, beta: float,
+                exclude_self: bool = True) -> tuple[State, Array]:
+    """Table step for a block of tokens, all drawn from `_seat_weights` against the counts at
+    the block's start. New tables take the free slots (at the block's start) of their document
+    in token order, new dishes the free topics; running out of either is reported as overflow.
+    """
+    d_cap, t_cap = st.table_count.shape
+    k_cap = st.word_topic.shape[1]
+    doc, word, s = data.doc[pos], data.word[pos], st.t[pos]
+    cnt, dish = st.table_count[doc], st.table_topic[doc]          # [C, T]
+    weights, ks, c0 = _seat_weights(cnt, dish, s, st.word_topic[word], st, beta, exclude_self)
+    choice = categorical(u, weights)
+    m = st.topic_tables
+
+    is_tab = choice < t_cap
+    opener = valid & ~is_tab
+    new_dish = valid & (choice == t_cap + k_cap)
+    # new table slots: the r-th opener of a document (in block order) takes its r-th free slot
+    # (blocks keep corpus order, so a document's tokens are contiguous in a block)
+    dkey = jnp.where(valid, doc, d_cap)
+    seg = jnp.searchsorted(dkey, dkey, side="left")
+    before = jnp.cumsum(opener, dtype=jnp.int32) - opener
+    slot = _nth_free(jnp.cumsum(cnt == 0, axis=1, dtype=jnp.int32), before - before[seg])
+    # new topics: the r-th new dish of the block takes the r-th free topic
+    rank_k = jnp.cumsum(new_dish, dtype=jnp.int32) - new_dish
+    kslot = _nth_free(jnp.cumsum(m == 0, dtype=jnp.int32)[None, :], rank_k)
+    overflow = jnp.any(opener & (slot >= t_cap)) | jnp.any(new_dish & (kslot >= k_cap))
+
+    tab = jnp.minimum(choice, t_cap - 1)
+    new_s = jnp.where(is_tab, tab, jnp.minimum(slot, t_cap - 1))
+    new_k = jnp.where(is_tab, jnp.take_along_axis(dish, tab[:, None], 1)[:, 0],
+                      jnp.where(new_dish, jnp.minimum(kslot, k_cap - 1),
+                                jnp.minimum(choice - t_cap, k_cap - 1)))
+    weight = valid.astype(jnp.int32)
+    table_count = move_counts(st.table_count, doc, s, new_s, weight)
+    table_topic = st.table_topic.at[jnp.where(opener, doc, d_cap), new_s].set(new_k, mode="drop")
+    # a table emptied in this block lost all its c0 tokens here: each adds 1/c0 to its dish's
+    # decrement (rounded: exact for any number of emptied tables)
+    gone = valid & (table_count[doc, s] == 0)
+    dec = jnp.zeros(k_cap, _F32).at[ks].add(jnp.where(gone, 1.0 / jnp.maximum(c0, 1), 0.0))
+    topic_tables = (m.at[new_k].add(opener.astype(jnp.int32))
+                    - jnp.round(dec).astype(jnp.int32))
+    return State(
+        t=st.t.at[pos].set(jnp.where(valid, new_s, 0)),
+        z=st.z.at[pos].set(jnp.where(valid, new_k, 0)),
+        table_count=table_count, table_topic=table_topic,
+        word_topic=move_counts(st.word_topic, word, ks, new_k, weight),
+        topic=move_counts(st.topic, None, ks, new_k, weight),
+        topic_tables=topic_tables, alpha=st.alpha, gamma=st.gamma), overflow
+
+
+def _table_steps(key: Array, st: State, data: Data, params: Params,
+                 exclude_self: bool = True) -> tuple[State, Array]:
+    """The table step of every token, block by block (the parallel kernel)."""
+    u = jax.random.uniform(key, data.blocks.shape)
+
+    def block(carry, xs):
+        st, overflow = carry
+        pos, valid, ub = xs
+        st, o = _seat_block(st, pos, valid, ub, data, params.beta, exclude_self)
+        return (st, overflow | o), None
+
+    (st, overflow), _ = jax.lax.scan(block, (st, jnp.bool_(False)), (data.blocks, data.valid, u))
+    return st, overflow
+
+
+def _table_steps_sequential(key: Array, st: State, data: Data, params: Params,
+                            exclude_self: bool = True) -> tuple[State, Array]:
+    """The exact table step of every token in corpus order (`_seat_weights`, one token at a
+    time). A document's table rows are loop state while its tokens move and are written back
+    once (XLA would copy the whole [D, T] tables at every token otherwise)."""
+    n = data.word.shape[0] - 1
+    d_cap, t_cap = st.table_count.shape
+    k_cap = st.word_topic.shape[1]
+    u = jax.random.uniform(key, (n,))
+    doc_start = jnp.cumsum(data.doc_len) - data.doc_len
+
+    def token(i, c):
+        row, dish, t, z, word_topic, topic, m, overflow = c
+        w, s = data.word[i], t[i]
+        view = st._replace(word_topic=word_topic, topic=topic, topic_tables=m)
+        weights, ks, c0 = _seat_weights(row[None], dish[None], s[None], word_topic[w][None],
+                                        view, params.beta, exclude_self)
+        choice = categorical(u[i][None], weights)[0]
+        is_tab = choice < t_cap
+        new_dish = choice == t_cap + k_cap
+        free_t, free_k = row == 0, m == 0
+        overflow = overflow | (~is_tab & ~jnp.any(free_t)) | (new_dish & ~jnp.any(free_k))
+        tab = jnp.minimum(choice, t_cap - 1)
+        new_s = jnp.where(is_tab, tab, jnp.argmax(free_t))
+        new_k = jnp.where(is_tab, dish[tab],
+                          jnp.where(new_dish, jnp.argmax(free_k), jnp.minimum(choice - t_cap, k_cap - 1)))
+        row = row.at[s].add(-1).at[new_s].add(1)
+        dish = dish.at[new_s].set(jnp.where(is_tab, dish[new_s], new_k))
+        gone = (c0[0] == 1) & (new_s != s)                    # its old table emptied
+        m = m.at[jnp.stack([new_k, ks[0]])].add(
+            jnp.stack([(~is_tab).astype(jnp.int32), -gone.astype(jnp.int32)]))
+        one = jnp.ones((1,), jnp.int32)
+        return (row, dish, t.at[i].set(new_s), z.at[i].set(new_k),
+                move_counts(word_topic, w[None], ks, new_k[None], one),
+                move_counts(topic, None, ks, new_k[None], one), m, overflow)
+
+    def document(d, carry):
+        st, overflow = carry
+        c = (st.table_count[d], st.table_topic[d], st.t, st.z, st.word_topic, st.topic,
+             st.topic_tables, overflow)
+        row, dish, t, z, word_topic, topic, m, overflow = jax.lax.fori_loop(
+            doc_start[d], doc_start[d] + data.doc_len[d], token, c)
+        return st._replace(table_count=st.table_count.at[d].set(row),
+                           table_topic=st.table_topic.at[d].set(dish), t=t, z=z,
+                           word_topic=word_topic, topic=topic, topic_tables=m), overflow
+
+    return jax.lax.fori_loop(0, d_cap, document, (st, jnp.bool_(False)))
+
+
+# --------------------------------------------------------------------------------------------
+# seating index: tokens sorted by (table slot, document, word)
+
+
+class _Seating(NamedTuple):
+    """Tokens sorted by (table slot, document, word): the tokens of a table are contiguous, the
+    tables of slot r of consecutive documents too. word, doc, slot: [N] in that order;
+    word_rank: [N] rank of the token among the tokens of its word at its table (0, 1, ...);
+    run: [N] how many tokens of its word its table has (c_jtw);
+    table_rank: [N] its rank among the tokens of its table; start: [T*D + 1] first sorted
+    position of table (d, r) at index r*D + d, then N.
+
+    The Polya predictive of a table's block of tokens, prod_w (x_w)^(c_w) / (y)^(n) (rising
+    factorials), is then the product over its tokens of (x_w + word_rank) / (y + table_rank):
+    one log per token and topic, exact, where lgamma differences cost ~30x more on XLA:CPU.
+    """
+
+    word: Array
+    doc: Array
+    slot: Array
+    word_rank: Array
+    run: Array
+    table_rank: Array
+    start: Array
+
+
+def _seating(st: State, data: Data) -> _Seating:
+    n = data.word.shape[0] - 1
+    d_cap, t_cap = st.table_count.shape
+    v = st.word_topic.shape[0]
+    t, doc, word = st.t[:n], data.doc[:n], data.word[:n]
+    if t_cap * d_cap * v < 2**31:
+        perm = jnp.argsort((t * d_cap + doc) * v + word, stable=True)
+    else:
+        perm = jnp.lexsort((word, doc, t))
+    ts, ds, ws = t[perm], doc[perm], word[perm]
+    q = jnp.arange(n, dtype=jnp.int32)
+    new_table = (q == 0) | (ts != jnp.roll(ts, 1)) | (ds != jnp.roll(ds, 1))
+    head = new_table | (ws != jnp.roll(ws, 1))
+    word_rank = q - jax.lax.cummax(jnp.where(head, q, 0))
+    run_id = jnp.cumsum(head, dtype=jnp.int32) - 1
+    run = jax.ops.segment_sum(jnp.ones(n, jnp.int32), run_id, num_segments=n)[run_id]
+    table_rank = q - jax.lax.cummax(jnp.where(new_table, q, 0))
+    flat = st.table_count.T.reshape(-1)
+    start = jnp.append(jnp.cumsum(flat, dtype=jnp.int32) - flat, n)
+    return _Seating(ws, ds, ts, word_rank, run, table_rank, start.astype(jnp.int32))
+
+
+# --------------------------------------------------------------------------------------------
+# dish step (eq. 21 for whole tables)
+
+
+def _dish_batch(st: State, seat: _Seating, slot: Array, d_lo: Array, lo: Array, hi: Array,
+                u: Array, beta: float, chunk: int, bt: int, exclude_self: bool = True
+                ) -> tuple[State, Array]:
+    """Dish step of the tables at slot `slot` of documents d_lo .. d_lo+bt-1 (their tokens are
+    the sorted positions lo..hi-1), all drawn against the counts at the batch's start.
+
+    Each table leaves itself out (m_k^-jt, n_kw^-jt, n_k^-jt) and draws an existing dish or a new
+    one from the Polya predictive of its whole block of tokens, in log space, accumulated token
+    by token (see `_Seating`). `exclude_self=False`: the table stays in its own dish's counts (a
+    deliberately wrong kernel, for negative tests).
+    """
+    d_cap = st.table_count.shape[0]
+    v, k_cap = st.word_topic.shape
+    vb = v * beta
+    n = seat.word.shape[0]
+    docs = d_lo + jnp.arange(bt)
+    dc = jnp.minimum(docs, d_cap - 1)
+    n_t = jnp.where(docs < d_cap, st.table_count[dc, slot], 0)
+    live = n_t > 0
+    cur = st.table_topic[dc, slot]
+    ar_k = jnp.arange(k_cap)
+    num_chunks = (hi - lo + chunk - 1) // chunk
+
+    def tokens(c):
+        q = lo + c * chunk + jnp.arange(chunk)
+        ok = q < hi
+        qc = jnp.minimum(q, n - 1)
+        b = jnp.clip(seat.doc[qc] - d_lo, 0, bt - 1)
+        return ok, qc, b
+
+    def predictive(c, carry):
+        acc, acc_new = carry
+        ok, q, b = tokens(c)
+        rw, rt = seat.word_rank[q].astype(_F32), seat.table_rank[q].astype(_F32)
+        own = (ar_k[None, :] == cur[b][:, None]) & exclude_self
+        x = (st.word_topic[seat.word[q]] - jnp.where(own, seat.run[q][:, None], 0)).astype(_F32)
+        y = (st.topic[None, :] - jnp.where(own, n_t[b][:, None], 0)).astype(_F32)
+        term = jnp.log(x + (beta + rw[:, None])) - jnp.log(y + (vb + rt[:, None]))
+        new = jnp.log(beta + rw) - jnp.log(vb + rt)
+        return (acc.at[b].add(jnp.where(ok[:, None], term, 0.0)),
+                acc_new.at[b].add(jnp.where(ok, new, 0.0)))
+
+    acc, acc_new = jax.lax.fori_loop(0, num_chunks, predictive,
+                                     (jnp.zeros((bt, k_cap), _F32), jnp.zeros((bt,), _F32)))
+    m_x = st.topic_tables[None, :] - ((ar_k[None, :] == cur[:, None]) & exclude_self)
+    logits = jnp.where(m_x > 0, jnp.log(jnp.maximum(m_x, 1).astype(_F32)) + acc, -jnp.inf)
+    logit_new = jnp.log(st.gamma) + acc_new
+    choice = categorical_logits(u, jnp.concatenate([logits, logit_new[:, None]], axis=1))
+    is_new = live & (choice == k_cap)
+    rank = jnp.cumsum(is_new, dtype=jnp.int32) - is_new
+    kslot = _nth_free(jnp.cumsum(st.topic_tables == 0, dtype=jnp.int32)[None, :], rank)
+    overflow = jnp.any(is_new & (kslot >= k_cap))
+    new = jnp.where(live, jnp.minimum(jnp.where(is_new, kslot, choice), k_cap - 1), cur)
+
+    def move(c, word_topic):
+        ok, q, b = tokens(c)
+        return move_counts(word_topic, seat.word[q], cur[b], new[b], ok.astype(jnp.int32))
+
+    word_topic = jax.lax.fori_loop(0, num_chunks, move, st.word_topic)
+    wgt = live.astype(jnp.int32)
+    return st._replace(
+        word_topic=word_topic,
+        topic=move_counts(st.topic, None, cur, new, n_t),
+        topic_tables=move_counts(st.topic_tables, None, cur, new, wgt),
+        table_topic=st.table_topic.at[jnp.where(live, docs, d_cap), slot].set(new, mode="drop"),
+    ), overflow
+
+
+def _dish_steps_sequential(key: Array, st: State, seat: _Seating, params: Params,
+                           exclude_self: bool = True) -> tuple[State, Array]:
+    """Exact dish step: every active table in turn (slot-major order), one table per draw."""
+    d_cap, t_cap = st.table_count.shape
+    active = (st.table_count.T > 0).reshape(-1)
+    order = jnp.argsort(~active, stable=True).astype(jnp.int32)
+    u = jax.random.uniform(key, (t_cap * d_cap,))
+
+    def body(i, carry):
+        st, overflow = carry
+        f = order[i]
+        r, d = f // d_cap, f % d_cap
+        lo = seat.start[f]
+        st, o = _dish_batch(st, seat, r, d, lo, lo + st.table_count[d, r], u[i][None],
+                            params.beta, min(8, seat.word.shape[0]), 1, exclude_self)
+        return st, overflow | o
+
+    return jax.lax.fori_loop(0, jnp.sum(active, dtype=jnp.int32), body, (st, jnp.bool_(False)))
+
+
+def _dish_steps_parallel(key: Array, st: State, seat: _Seating, params: Params,
+                         exclude_self: bool = True) -> tuple[State, Array]:
+    """Blocked dish step: slot by slot, the tables of slot r of a group of documents at once."""
+    d_cap, t_cap = st.table_count.shape
+    bt = -(-d_cap // min(params.dish_groups, d_cap))
+    groups = -(-d_cap // bt)
+    u = jax.random.uniform(key, (t_cap * groups, bt))
+    chunk = min(params.chunk_size, max(seat.word.shape[0], 1))
+
+    def body(i, carry):
+        st, overflow = carry
+        r, g = i // groups, i % groups
+        d_lo = g * bt
+        lo = seat.start[r * d_cap + d_lo]
+        hi = seat.start[r * d_cap + jnp.minimum(d_lo + bt, d_cap)]
+        st, o = jax.lax.cond(
+            hi > lo,
+            lambda s: _dish_batch(s, seat, r, d_lo, lo, hi, u[i], params.beta, chunk, bt,
+                                  exclude_self),
+            lambda s: (s, jnp.bool_(False)), st)
+        return st, overflow | o
+
+    return jax.lax.fori_loop(0, t_cap * groups, body, (st, jnp.bool_(False)))
+
+
+# --------------------------------------------------------------------------------------------
+# split-merge of whole topics (exact Metropolis-Hastings on the tokens, tables integrated out)
+
+
+def _dm_words(counts: Array, beta: float) -> Array:
+    """log DirMult evidence of one topic's word counts [V]: sum_w log beta^(n_w) - log (V beta)^(n)."""
+    v = counts.shape[0]
+    counts = counts.astype(_F32)
+    return (jnp.sum(gammaln(counts + beta)) - v * gammaln(jnp.float32(beta))
+            - gammaln(jnp.sum(counts) + v * beta) + gammaln(jnp.float32(v * beta)))
+
+
+def _split_merge(key: Array, st: State, data: Data, params: Params, attempts: int
+                 ) -> tuple[State, Array, Array]:
+    """`attempts` split-merge moves of whole topics, each an exact MH step; then the seating of
+    the topics they changed is drawn afresh. Three exact steps on the CRF augmented with the
+    global topic weights pi = (pi_1 .. pi_K, pi_u):
+
+    1. pi | tables ~ Dirichlet(m_1, ..., m_K, gamma) (Teh et al. 2006, the posterior of G_0).
+    2. Given pi, the seating sums out in closed form: from p(t, k) Dir(pi | m, gamma),
+         p(z, pi) = gamma^K pi_u^(gamma-1) prod_k pi_k^-1 prod_j prod_k (alpha pi_k)^(n_jk) / alpha^(n_j)
+       (rising factorials; the sum over the seatings of n tokens of a CRP(c) is c^(n)). Each
+       attempt draws two distinct tokens i, j (i uniform; j uniform among the other tokens of
+       i's topic with probability 1/2, else among all: the ratio of these selection
+       probabilities in the two states enters the acceptance). Same topic k: propose to split it,
+       pi_A = v pi_k, pi_B = (1 - v) pi_k (v ~ U(eps, 1 - eps), Jacobian pi_k), i starts group A, j group
+       B. The other tokens S of k get a launch state (Jain & Neal 2004): allocated to A or B
+       with probability ∝ (n_dG + alpha pi_G) f_G(w) given the groups so far (sequential
+       allocation, Dahl 2003) in rounds (each token draws a round floor(-log2 U), rounds are
+       visited from the highest down, a round's tokens allocated at once: O(log N) vectorised
+       rounds), then _SCANS restricted Gibbs scans (all of S re-allocated at once given the
+       others). The proposal is one more such scan, q its probability. Accepted with
+       min(1, p(split) pi_k / (p(merged) q)). Different topics: propose the merge, accepted with
+       min(1, p(merged) q / (p(split) pi_k)), q the probability that the final scan from a launch
+       state drawn the same way (it depends on S and the anchors only) gives the present split.
+       p(split) / p(merged) = gamma pi_k / (pi_A pi_B) prod_d (alpha pi_A)^(n_dA) (alpha pi_B)^(n_dB)
+       / (alpha pi_k)^(n_dk) * DirMult(n_A.) DirMult(n_B.) / DirMult(n_k.).
+    3. The tables of the changed topics are emptied and their tokens seated from the exact
+       conditional p(t | z, pi): a CRP(alpha pi_k) per document and topic, drawn at once by the
+       "random earlier customer" construction (customer r opens a table with probability
+       c / (c + r), else joins the table of a uniformly chosen earlier customer of the group).
+    A split needs a free topic and new tables free slots: running out is reported as overflow.
+    """
+    n = data.word.shape[0] - 1
+    d_cap, t_cap = st.table_count.shape
+    v, k_cap = st.word_topic.shape
+    beta, vb = params.beta, params.beta * v
+    doc, word = data.doc[:n], data.word[:n]
+    alpha = st.alpha
+    max_round = max(1, (n - 1).bit_length())
+    k_pi, k_att, k_seat = jax.random.split(key, 3)
+
+    # 1. pi | tables
+    m = st.topic_tables
+    used = m > 0
+    g = jnp.where(used, jax.random.loggamma(k_pi, jnp.maximum(m, 1).astype(_F32)), -jnp.inf)
+    g_u = jax.random.loggamma(jax.random.fold_in(k_pi, 1), st.gamma)
+    norm = jnp.logaddexp(jax.scipy.special.logsumexp(g), g_u)
+    log_pi = g - norm
+
+    def doc_terms(n_d, log_p):          # sum_d log (alpha pi)^(n_d) for one topic, n_d [D]
+        c = alpha * jnp.exp(log_p)
+        return jnp.sum(gammaln(c + n_d.astype(_F32))) - d_cap * gammaln(c)
+
+    def attempt(i, carry):
+        z, word_topic, topic, log_pi, changed, accepted, overflow = carry
+        k1, k2, k3, k4, k5, k6 = jax.random.split(jax.random.fold_in(k_att, i), 6)
+        # anchors: a uniform; b uniform among the other tokens of a's topic with probability
+        # 1/2 (when it has others), else among all other tokens
+        tok = jnp.arange(n)
+        u_sel = jax.random.uniform(k1, (3,))
+        ra = uniform_index(u_sel[0], n)
+        same = z == z[ra]
+        n_same = jnp.sum(same, dtype=jnp.int32)             # tokens of a's topic, a included
+        rb_any = uniform_index(u_sel[1], n - 1)
+        rb_any = rb_any + (rb_any >= ra)
+        r_same = uniform_index(u_sel[1], n_same - 1)
+        r_same = r_same + (r_same >= jnp.sum(same & (tok < ra), dtype=jnp.int32))
+        rb_same = jnp.searchsorted(jnp.cumsum(same, dtype=jnp.int32), r_same + 1, side="left")
+        rb = jnp.where((u_sel[2] < 0.5) & (n_same > 1), rb_same, rb_any).astype(jnp.int32)
+        ka, kb = z[ra], z[rb]
+        split = ka == kb
+        member = ((z == ka) | (z == kb)) & (tok != ra) & (tok != rb)
+        frac = jax.random.uniform(k5, minval=_EPS, maxval=1.0 - _EPS)
+        log_pa = jnp.where(split, log_pi[ka] + jnp.log(frac), log_pi[ka])
+        log_pb = jnp.where(split, log_pi[ka] + jnp.log1p(-frac), log_pi[kb])
+        c_a, c_b = alpha * jnp.exp(log_pa), alpha * jnp.exp(log_pb)
+
+        def counts(sel):                # (words [V], docs [D], total) of the selected tokens
+            w = sel.astype(jnp.int32)
+            return (jnp.zeros(v, jnp.int32).at[word].add(w), jnp.zeros(d_cap, jnp.int32).at[doc].add(w),
+                    jnp.sum(w))
+
+        anchors = (tok == ra) | (tok == rb)
+        # launch state (Jain & Neal 2004), drawn from S and the anchors only. Units: the tokens
+        # of S in one document (a label-free unit: the same before and after the move); the
+        # anchors' documents seed A and B, the other units are allocated in rounds (each draws
+        # floor(-log2 U), highest first, a round's units at once) by their words' fit to the
+        # groups so far; restricted Gibbs scans of single tokens follow.
+        da_, db_ = doc[ra], doc[rb]
+        unit_round = jnp.clip(jnp.floor(-jnp.log2(1.0 - jax.random.uniform(k3, (d_cap,)))), 0,
+                              max_round).astype(jnp.int32)
+        unit_round = jnp.where((jnp.arange(d_cap) == da_) | (jnp.arange(d_cap) == db_), -1,
+                               unit_round)
+        seed_b = (member & (doc == db_) & (db_ != da_)) | (tok == rb)
+        seed_a = ((member & (doc == da_)) | (tok == ra)) & ~seed_b
+        u_unit = jax.random.uniform(jax.random.fold_in(k4, 0), (d_cap,))
+        in_unit = member & ~seed_a & ~seed_b
+        tok_round = jnp.where(in_unit, unit_round[doc], -1)
+
+        def round_body(c):
+            j, wa, na, wb, nb, in_b = c
+            now = tok_round == j
+            fit_a = jnp.log(wa[word].astype(_F32) + beta) - jnp.log(na.astype(_F32) + vb)
+            fit_b = jnp.log(wb[word].astype(_F32) + beta) - jnp.log(nb.astype(_F32) + vb)
+            diff = jax.ops.segment_sum(jnp.where(now, fit_b - fit_a, 0.0), doc, num_segments=d_cap)
+            unit_b = jnp.log(u_unit) < jax.nn.log_sigmoid(diff)
+            to_b = now & unit_b[doc]
+            ga, gb = counts(now & ~to_b), counts(now & to_b)
+            return j - 1, wa + ga[0], na + ga[2], wb + gb[0], nb + gb[2], in_b | to_b
+
+        ga, gb = counts(seed_a), counts(seed_b)
+        init = (jnp.max(tok_round), ga[0], ga[2], gb[0], gb[2], seed_b)
+        in_b = jax.lax.while_loop(lambda c: c[0] >= 0, round_body, init)[-1]
+
+        unit_size = jax.ops.segment_sum(member.astype(jnp.int32), doc, num_segments=d_cap)
+        unit_word = jax.ops.segment_sum(member.astype(jnp.int32), data.doc_word,
+                                        num_segments=n)[data.doc_word]     # c_uw of each token
+        seed_in_doc_a = jnp.zeros(d_cap, jnp.int32).at[doc[ra]].add(1)
+        seed_in_doc_b = jnp.zeros(d_cap, jnp.int32).at[doc[rb]].add(1)
+
+        def scan(in_b, key_u, final):
+            """One restricted Gibbs scan of the units (a document's non-anchor tokens of S),
+            all re-allocated at once given the others' groups (each unit's tokens taken out
+            of its group one by one); the final scan of a merge is forced to the present
+            split (probability 0 unless each unit lies in one group). Returns the new
+            allocation of the tokens and the log probability of the units' draws."""
+            group = member | anchors
+            wa, _, na = counts(group & ~in_b)
+            wb, _, nb = counts(group & in_b)
+            # each unit taken out of its group: its c_uw words of w, its n_u tokens
+            in_b_doc = jax.ops.segment_sum((member & in_b).astype(jnp.int32), doc,
+                                           num_segments=d_cap) > 0
+            own_b = jnp.where(member & in_b_doc[doc], 1, 0)
+            own_a = jnp.where(member & ~in_b_doc[doc], 1, 0)
+            size_t = unit_size[doc]
+            fit_a = (jnp.log((wa[word] - own_a * unit_word).astype(_F32) + beta)
+                     - jnp.log((na - own_a * size_t).astype(_F32) + vb))
+            fit_b = (jnp.log((wb[word] - own_b * unit_word).astype(_F32) + beta)
+                     - jnp.log((nb - own_b * size_t).astype(_F32) + vb))
+            size = unit_size.astype(_F32)
+            a_, b_ = seed_in_doc_a + c_a, seed_in_doc_b + c_b
+            diff = (jax.ops.segment_sum(jnp.where(member, fit_b - fit_a, 0.0), doc,
+                                        num_segments=d_cap)
+                    + gammaln(b_ + size) - gammaln(b_) - gammaln(a_ + size) + gammaln(a_))
+            log_b, log_a = jax.nn.log_sigmoid(diff), jax.nn.log_sigmoid(-diff)
+            unit_b = jnp.log(jax.random.uniform(key_u, (d_cap,))) < log_b
+            if final:       # a merge: the present split, if each unit lies in one group
+                present = jax.ops.segment_sum((member & (z == kb)).astype(jnp.int32), doc,
+                                              num_segments=d_cap)
+                coherent = jnp.all((present == 0) | (present == unit_size))
+                unit_b = jnp.where(split, unit_b, present > 0)
+            to_b = jnp.where(member, unit_b[doc], in_b)
+            logq = jnp.sum(jnp.where(unit_size > 0, jnp.where(unit_b, log_b, log_a), 0.0))
+            if final:
+                logq = jnp.where(split | coherent, logq, -jnp.inf)
+            return to_b, logq
+
+        for r in range(_SCANS):                        # intermediate scans: not part of q
+            in_b, _ = scan(in_b, jax.random.fold_in(k4, r + 1), False)
+        in_b, logq = scan(in_b, k4, True)              # the proposal, q its probability
+        group = member | anchors
+        wa, da, na = counts(group & ~in_b)
+        wb, db, nb = counts(group & in_b)
+        log_pk = jnp.logaddexp(log_pa, log_pb)
+        log_ratio = (jnp.log(st.gamma) + 2.0 * log_pk - log_pa - log_pb       # prior, Jacobian
+                     + doc_terms(da, log_pa) + doc_terms(db, log_pb) - doc_terms(da + db, log_pk)
+                     + _dm_words(wa, beta) + _dm_words(wb, beta) - _dm_words(wa + wb, beta))
+        # v ~ U(eps, 1 - eps): density 1 / (1 - 2 eps); a merge whose v lies outside could not
+        # have been proposed by a split, so it is refused
+        log_qv = jnp.log1p(-2 * _EPS)
+        v_back = jnp.exp(log_pa - log_pk)
+        # pair selection, log q_sel(a, b | split state) - log q_sel(a, b | merged state): split,
+        # b is reached only by the "any" branch (taken always when a is alone in A); merged,
+        # by both (a's topic then holds n_A + n_B >= 2 tokens)
+        log_sel = (jnp.log(jnp.where(na > 1, 0.5, 1.0) / (n - 1))
+                   - jnp.log(0.5 / (na + nb - 1) + 0.5 / (n - 1)))
+        log_accept = jnp.where(split, log_ratio - logq + log_qv + log_sel,
+                               jnp.where((v_back >= _EPS) & (v_back <= 1 - _EPS),
+                                         logq - log_ratio - log_qv - log_sel, -jnp.inf))
+        accept = jnp.log(jax.random.uniform(k6)) < log_accept
+        free = topic == 0
+        no_room = accept & split & ~jnp.any(free)
+        accept = accept & ~no_room
+        kb_new = jnp.where(split, jnp.argmax(free), kb)
+
+        def apply(c):
+            z, word_topic, topic, log_pi, changed = c
+            # split: group B moves to a free topic; merge: topic kb joins ka
+            moved = jnp.where(split, in_b, z == kb)
+            sa = jnp.where(split, 1, 0)
+            return (jnp.where(moved, jnp.where(split, kb_new, ka), z),
+                    word_topic.at[:, ka].set(jnp.where(split, wa, wa + wb)).at[:, kb_new].set(wb * sa),
+                    topic.at[ka].set(jnp.where(split, na, na + nb)).at[kb_new].set(nb * sa),
+                    log_pi.at[ka].set(jnp.where(split, log_pa, log_pk))
+                    .at[kb_new].set(jnp.where(split, log_pb, -jnp.inf)),
+                    changed.at[ka].set(True).at[kb_new].set(True))
+
+        z, word_topic, topic, log_pi, changed = jax.lax.cond(
+            accept, apply, lambda c: c, (z, word_topic, topic, log_pi, changed))
+        return (z, word_topic, topic, log_pi, changed, accepted + accept.astype(jnp.int32),
+                overflow | no_room)
+
+    z0 = st.z[:n]
+    carry = (z0, st.word_topic, st.topic, log_pi, jnp.zeros(k_cap, bool), jnp.int32(0),
+             jnp.bool_(False))
+    z, word_topic, topic, log_pi, changed, accepted, overflow = jax.lax.fori_loop(
+        0, attempts, attempt, carry)
+    st = st._replace(z=jnp.append(z, 0), word_topic=word_topic, topic=topic)
+    st, of_seat = jax.lax.cond(jnp.any(changed),
+                               lambda s: _reseat(k_seat, s, data, changed, log_pi),
+                               lambda s: (s, jnp.bool_(False)), st)
+    return st, accepted, overflow | of_seat
+
+
+def _reseat(key: Array, st: State, data: Data, changed: Array, log_pi: Array) -> tuple[State, Array]:
+    """Empty the tables of the `changed` topics and seat their tokens (topics st.z) from
+    p(t | z, pi): per document and topic k a CRP(alpha pi_k) (see `_split_merge`, step 3)."""
+    n = data.word.shape[0] - 1
+    d_cap, t_cap = st.table_count.shape
+    k_cap = st.word_topic.shape[1]
+    doc, z = data.doc[:n], st.z[:n]
+    move = changed[z]
+    freed = (st.table_count > 0) & changed[st.table_topic]
+    table_count = jnp.where(freed, 0, st.table_count)
+    # the moving tokens grouped by (document, topic), in corpus order within a group
+    perm = jnp.argsort(jnp.where(move, doc * k_cap + z, d_cap * k_cap), stable=True)
+    q = jnp.arange(n)
+    sd, sz, sm = doc[perm], z[perm], move[perm]
+    new_group = (q == 0) | (sd != jnp.roll(sd, 1)) | (sz != jnp.roll(sz, 1))
+    first = jax.lax.cummax(jnp.where(new_group, q, 0))
+    rank = (q - first).astype(_F32)
+    k_open, k_join = jax.random.split(key)
+    conc = st.alpha * jnp.exp(log_pi[sz])
+    opens = jax.random.uniform(k_open, (n,)) * (conc + rank) < conc
+    parent = first + uniform_index(jax.random.uniform(k_join, (n,)), q - first)
+    ptr = jnp.where(opens | (rank == 0), q, parent)
+    for _ in range(max(1, n.bit_length())):                  # pointer jumping to the roots
+        ptr = ptr[ptr]
+    root = sm & (ptr == q)
+    # the r-th table opened in a document takes its r-th free slot
+    new_doc = (q == 0) | (sd != jnp.roll(sd, 1))
+    doc_first = jax.lax.cummax(jnp.where(new_doc, q, 0))
+    before = jnp.cumsum(root, dtype=jnp.int32) - root
+    rank_in_doc = before - before[doc_first]
+    free_cum = jnp.cumsum(table_count[sd] == 0, axis=1, dtype=jnp.int32)
+    slot = _nth_free(free_cum, rank_in_doc)
+    overflow = jnp.any(root & (slot >= t_cap))
+    slot = jnp.minimum(slot, t_cap - 1)[ptr]                  # every token: its root's slot
+    t_sorted = jnp.where(sm, slot, st.t[perm])
+    t = st.t.at[perm].set(t_sorted)
+    w = sm.astype(jnp.int32)
+    table_count = table_count.at[sd, slot].add(w)
+    table_topic = jnp.where(freed, 0, st.table_topic).at[jnp.where(root, sd, d_cap), slot].set(
+        sz, mode="drop")
+    active = table_count > 0
+    return st._replace(
+        t=t, table_count=table_count, table_topic=jnp.where(active, table_topic, 0),
+        topic_tables=count_table((k_cap,), table_topic.reshape(-1), weights=active.reshape(-1)),
+    ), overflow
+
+
+# --------------------------------------------------------------------------------------------
+# concentrations (Escobar & West 1995 for gamma; Teh et al. 2006, appendix A, for alpha)
+
+
+def _resample_concentrations(key: Array, st: State, data: Data, params: Params) -> State:
+    """One auxiliary-variable Gibbs update of alpha and gamma given the table counts.
+
+    alpha: w_j ~ Beta(alpha + 1, n_j), s_j ~ Bernoulli(n_j / (n_j + alpha)) per non-empty
+    document, alpha ~ Gamma(a + m - sum s_j, b - sum log w_j).
+    gamma: eta ~ Beta(gamma + 1, m), gamma ~ pi Gamma(a + K, b - log eta)
+    + (1 - pi) Gamma(a + K - 1, b - log eta), pi / (1 - pi) = (a + K - 1) / (m (b - log eta)).
+    """
+    a, b = params.prior_shape, params.prior_rate
+    kw, ks, ka, ke, kp, kg = jax.random.split(key, 6)
+    n_j = data.doc_len.astype(_F32)
+    has = n_j > 0
+    m = jnp.sum(st.topic_tables).astype(_F32)
+    k = jnp.sum(st.topic_tables > 0).astype(_F32)
+    w = jax.random.beta(kw, st.alpha + 1.0, jnp.where(has, n_j, 1.0))
+    s = jax.random.uniform(ks, n_j.shape) < n_j / (n_j + st.alpha)
+    rate = b - jnp.sum(jnp.where(has, jnp.log(w), 0.0))
+    alpha = jax.random.gamma(ka, a + m - jnp.sum(s & has)) / rate
+    eta = jax.random.beta(ke, st.gamma + 1.0, m)
+    rate_g = b - jnp.log(eta)
+    odds = (a + k - 1.0) / (m * rate_g)
+    shape = a + k - (jax.random.uniform(kp) >= odds / (1.0 + odds)).astype(_F32)
+    gamma = jax.random.gamma(kg, shape) / rate_g
+    return st._replace(alpha=alpha.astype(_F32), gamma=gamma.astype(_F32))
+
+
+# --------------------------------------------------------------------------------------------
+# sweep
+
+
+def _finish(st: State, data: Data) -> State:
+    """Free table slots get dish 0 and every token's topic is read from its table."""
+    table_topic = jnp.where(st.table_count > 0, st.table_topic, 0)
+    z = table_topic[data.doc, st.t].at[-1].set(0)
+    return st._replace(table_topic=table_topic, z=z)
+
+
+def _sweep(key: Array, state: State, data: Data, params: Params, exclude_self: bool = True
+           ) -> tuple[State, SweepInfo]:
+    k_tab, k_dish, k_sm, k_conc = jax.random.split(key, 4)
+    table_steps = _table_steps_sequential if params.sampler == "sequential" else _table_steps
+    st, of_tab = table_steps(k_tab, state, data, params, exclude_self)
+    seat = _seating(st, data)
+    if params.sampler == "sequential":
+        st, of_dish = _dish_steps_sequential(k_dish, st, seat, params, exclude_self)
+    else:
+        st, of_dish = _dish_steps_parallel(k_dish, st, seat, params, exclude_self)
+    st = _finish(st, data)                      # the dish step moved whole tables: refresh z
+    accepted, of_sm = jnp.int32(0), jnp.bool_(False)
+    if params.split_merge_steps:
+        st, accepted, of_sm = _split_merge(k_sm, st, data, params, params.split_merge_steps)
+        st = _finish(st, data)
+    if params.resample_concentrations:
+        st = _resample_concentrations(k_conc, st, data, params)
+    return st, SweepInfo(changed=jnp.sum(st.z != state.z, dtype=jnp.int32),
+                         overflow=of_tab | of_dish | of_sm, accepted=accepted,
+                         num_topics=jnp.sum(st.topic_tables > 0, dtype=jnp.int32))
+
+
+def sweep(key: Array, state: State, data: Data, params: Params) -> tuple[State, SweepInfo]:
+    """One sweep of the kernel ``params.sampler`` (table steps, dish steps, split-merge moves,
+    concentrations); pure and jit/vmap-able (params static). If ``info.overflow``, the returned
+    state is garbage: discard it, `grow` the input state and redo the sweep with the same key."""
+    return _sweep(key, state, data, params)
+
+
+# --------------------------------------------------------------------------------------------
+# read-outs
+
+
+def log_joint(state: State, data: Data, params: Params) -> Array:
+    """Collapsed log p(w, t, k) of the CRF (at the state's alpha, gamma):
+
+    sum_j [T_j log alpha + sum_t log (n_jt - 1)! - log alpha^(n_j)]          (seating CRPs)
+    + K log gamma + sum_k log (m_k - 1)! - log gamma^(m)                      (dish CRP)
+    + sum_k [sum_w log beta^(n_kw) - log (V beta)^(n_k)]                      (eq. 18 evidence)
+    """
+    cnt = state.table_count
+    act = cnt > 0
+    n_j = jnp.sum(cnt, axis=-1)
+    alpha, gamma = state.alpha, state.gamma
+    seating = (jnp.sum(act) * jnp.log(alpha) + jnp.sum(jnp.where(act, gammaln(cnt.astype(_F32)), 0.0))
+               - jnp.sum(log_rising_factorial(jnp.broadcast_to(alpha, n_j.shape), n_j)))
+    m = state.topic_tables
+    used = m > 0
+    dishes = (jnp.sum(used) * jnp.log(gamma) + jnp.sum(jnp.where(used, gammaln(m.astype(_F32)), 0.0))
+              - log_rising_factorial(gamma, jnp.sum(m)))
+    words = dirichlet_multinomial_log_evidence(state.word_topic.T, params.beta)
+    return seating + dishes + words
+
+
+def active_topics(state: State) -> np.ndarray:
+    """Slots of the active topics, largest first (ties by slot): row k of ``estimate``'s phi is
+    topic slot ``active_topics(state)[k]``."""
+    m = np.asarray(state.topic_tables)
+    sizes = np.asarray(state.topic)
+    slots = np.flatnonzero(m > 0)
+    return slots[np.argsort(-sizes[slots], kind="stable")]
+
+
+def estimate(state: State, params: Params) -> dict[str, Array]:
+    """Point estimates over the active topics only (largest first), rows summing to 1:
+
+    phi_kw = (n_kw + beta) / (n_k + V beta)                                  (eq. 23)
+    theta_dk ∝ n_dk + alpha m_k / (m + gamma)                                (eq. 22 with the CRF's
+      prior mass of topic k, alpha m_k / (m + gamma), in place of a flat alpha_0; the mass of
+      new topics, alpha gamma / (m + gamma), is left out and theta renormalised)
+    plus num_active_topics, topic_sizes (tokens per topic), topic_tables (m_k) and the current
+    concentrations sampled_alpha, sampled_gamma.
+    """
+    slots = active_topics(state)
+    word_topic = np.asarray(state.word_topic)[:, slots].T.astype(np.float64)     # [K, V]
+    v = word_topic.shape[1]
+    sizes = np.asarray(state.topic)[slots]
+    m = np.asarray(state.topic_tables).astype(np.float64)
+    alpha, gamma = float(state.alpha), float(state.gamma)
+    cnt = np.asarray(state.table_count)
+    dish = np.asarray(state.table_topic)
+    k_cap = m.shape[0]
+    ndk = np.zeros((cnt.shape[0], k_cap))
+    np.add.at(ndk, (np.repeat(np.arange(cnt.shape[0]), cnt.shape[1]), dish.reshape(-1)),
+              cnt.reshape(-1))
+    theta = ndk[:, slots] + alpha * m[slots] / (m.sum() + gamma)
+    theta /= theta.sum(1, keepdims=True)
+    phi = (word_topic + params.beta) / (sizes[:, None] + v * params.beta)
+    return {"theta": theta.astype(np.float32), "phi": phi.astype(np.float32),
+            "num_active_topics": np.int32(len(slots)), "topic_sizes": sizes.astype(np.int32),
+            "topic_tables": m[slots].astype(np.int32),
+            "sampled_alpha": np.float32(alpha), "sampled_gamma": np.float32(gamma)}
+
+
+def assignments(state: State) -> Array:
+    """Topic of every token [N] int32 (aligned with ``corpus.word_ids``), numbered as the rows of
+    ``estimate``'s phi (active topics, largest first)."""
+    slots = active_topics(state)
+    rank = np.zeros(state.topic_tables.shape[-1], np.int32)
+    rank[slots] = np.arange(len(slots), dtype=np.int32)
+    return rank[np.asarray(state.z)[:-1]]
+
+
+def rebuild(state: State, data: Data, params: Params) -> State:
+    """The state with every count recounted from the seating t and the dishes (after loading)."""
+    v, k = state.word_topic.shape
+    return _recount(state.t, state.table_topic, data, v, k, state.alpha, state.gamma)
+
+
+def fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps: int = 50) -> Array:
+    """theta [D_new, K_active] for unseen documents, the topics held at the fitted phi.
+
+    Gibbs on the new documents' topics with p(z_i = k) ∝ (n_dk^-i + alpha pi_k) phi_kw,
+    pi_k = m_k / (m + gamma) (the CRF's prior mass of the active topics); theta is averaged over
+    the second half of the sweeps.
+    """
+    if num_sweeps < 1:
+        raise ParameterError(f"fold_in: num_sweeps must be >= 1, got {num_sweeps}")
+    est = estimate(state, params)
+    phi = jnp.asarray(est["phi"])
+    if new_data.word.shape[0] > 1 and int(jnp.max(new_data.word)) >= phi.shape[1]:
+        raise ParameterError("fold_in: new documents use word ids outside the fitted vocabulary")
+    m = np.asarray(state.topic_tables)
+    prior = float(state.alpha) * est["topic_tables"] / (m.sum() + float(state.gamma))
+    n = new_data.word.shape[0] - 1
+    blocks, valid = strided_blocks(max(n, 1), params.num_blocks)
+    return _fold_in(key, phi.T, jnp.asarray(prior, _F32), new_data.doc, new_data.word,
+                    jnp.asarray(blocks), jnp.asarray(valid), num_sweeps, n,
+                    new_data.doc_len.shape[0], phi.shape[0])
+
+
+def _fold_in_impl(key, phi_vk, prior, doc, word, blocks, valid, num_sweeps, n, d, k):
+    z0 = jnp.append(jax.random.randint(jax.random.fold_in(key, 0), (n,), 0, k), 0)
+    ndk = count_table((d, k), doc[:n], z0[:n])
+
+    def one_sweep(carry, t):
+        z, ndk, acc = carry
+        skey = jax.random.fold_in(key, t + 1)
+
+        def block(inner, xs):
+            z, ndk = inner
+            pos, ok, b = xs
+            dd, w, old = doc[pos], word[pos], z[pos]
+            u = jax.random.uniform(jax.random.fold_in(skey, b), pos.shape)
+
+            def draw(c):
+                uc, dc, wc, oc = c
+                own = jax.nn.one_hot(oc, k, dtype=jnp.int32)
+                return categorical(uc, ((ndk[dc] - own).astype(_F32) + prior[None, :]) * phi_vk[wc])
+
+            new = chunked_map(draw, (u, dd, w, old), 8192)
+            z = z.at[pos].set(jnp.where(ok, new, 0))
+            return (z, move_counts(ndk, dd, old, new, ok.astype(jnp.int32))), None
+
+        (z, ndk), _ = jax.lax.scan(block, (z, ndk), (blocks, valid, jnp.arange(blocks.shape[0])))
+        keep = (t >= num_sweeps // 2).astype(_F32)
+        theta = ndk + prior[None, :]
+        theta = theta / theta.sum(1, keepdims=True)
+        return (z, ndk, acc + keep * theta), None
+
+    (_, _, acc), _ = jax.lax.scan(one_sweep, (z0, ndk, jnp.zeros((d, k), _F32)),
+                                  jnp.arange(num_sweeps))
+    return acc / (num_sweeps - num_sweeps // 2)
+
+
+_fold_in = jax.jit(_fold_in_impl, static_argnums=(7, 8, 9, 10))
+
