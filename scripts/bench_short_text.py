@@ -87,6 +87,11 @@ def main(argv=None) -> int:
     p.add_argument("--sweeps", type=int, default=20)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", type=Path, default=None)
+    p.add_argument("--ptm", default="jax-parallel,tomotopy-ptm",
+                   help="PTM engines run after the mixtures on the same dataset, from "
+                        "scripts/bench_ptm.py (jax-parallel, jax-sequential, tomotopy-ptm, "
+                        "tomotopy-lda); '' skips PTM")
+    p.add_argument("--ptm-sweeps", type=int, default=100)
     args = p.parse_args(argv)
     corpus, gold = load(args.dataset, args.data)
     print(f"{args.dataset}: {corpus.num_docs} documents, {corpus.num_tokens} tokens, "
@@ -102,6 +107,18 @@ def main(argv=None) -> int:
         print(f"| {name} | {r['docs_per_s']:,.0f} | {r['seconds_per_sweep']:.3f} | {r['nmi']:.4f} | "
               f"{r['clusters']} ({r['clusters_1pct']}) | {r['log_joint_per_token']:.4f} | "
               f"{r['warmup_s']:.1f} |", flush=True)
+    if args.ptm:      # PTM vs tomotopy's PTModel in the same run: same K (= gold clusters), P = D/10
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from bench_ptm import format_table, ptm_rows
+
+        engines = tuple(e for e in args.ptm.split(",") if e)
+        try:
+            import tomotopy  # noqa: F401
+        except ImportError:
+            engines = tuple(e for e in engines if not e.startswith("tomotopy"))
+        print(f"\nPTM on {args.dataset} ({args.ptm_sweeps} sweeps; tokens/s against tomotopy):")
+        print(format_table(ptm_rows((args.dataset,), engines, args.ptm_sweeps, (args.seed,),
+                                    root=args.data)), flush=True)
     if args.json:
         args.json.write_text(json.dumps({"dataset": args.dataset, "backend": jax.default_backend(),
                                          "args": {k: str(v) for k, v in vars(args).items()},

@@ -166,7 +166,7 @@ if [ -n "$LOG_DIR" ]; then
 fi
 if [ -f "$SHORT_DATA/gsdmm/News-T.jsonl" ]; then
     run_stage bench_short_text timeout -k 10 "$SHORT_TIMEOUT" "$PY" scripts/bench_short_text.py \
-        "${SHORT_ARGS[@]}" --data "$SHORT_DATA" "${SHORT_JSON[@]}"
+        "${SHORT_ARGS[@]}" --ptm "" --data "$SHORT_DATA" "${SHORT_JSON[@]}"
 else
     header "bench_short_text: SKIPPED"
     echo "!! no $SHORT_DATA/gsdmm/News-T.jsonl (set GPU_CHECK_DATA)"
