@@ -288,8 +288,8 @@ def test_held_out_corpus_must_use_the_fitted_labels() -> None:
     model, train, test, _, _ = _planted_fit()
     more = jt.Corpus.from_token_lists([["w1", "w2"]], labels=[["L1", "new"]],
                                       label_names=train.label_names + ("new",), vocab=train.vocab)
-    with pytest.raises(ParameterError, match="labels"):
-        model.perplexity(more)
+    with pytest.raises(CorpusError, match="label 'new', which the model does not know"):
+        model.perplexity(more)                      # labels are matched by name
     with pytest.raises(CorpusError, match="labels missing"):
         model.transform(jt.Corpus.from_token_lists([["w1"]], vocab=train.vocab))
     lda = jt.LDA(num_topics=2).fit(jt.Corpus.from_token_lists([["a", "b"]]), num_sweeps=1)
