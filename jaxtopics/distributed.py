@@ -356,12 +356,16 @@ def gather(state: lda.State, sdata: ShardedData) -> lda.State:
     return lda.State(jnp.asarray(z_all), jnp.asarray(doc_topic), word_topic, topic)
 
 
+def _identity(x):
+    return x
+
+
 def _host_value(x: Array) -> np.ndarray:
     """The whole value of a (possibly multi-process) global array, on this host."""
     if jax.process_count() == 1 or x.is_fully_addressable:
         return np.asarray(x)
     if not x.sharding.is_fully_replicated:     # all-gather on the devices, then read one copy
-        x = jax.jit(lambda a: a, out_shardings=NamedSharding(x.sharding.mesh, PartitionSpec()))(x)
+        x = jax.jit(_identity, out_shardings=NamedSharding(x.sharding.mesh, PartitionSpec()))(x)
     return np.asarray(x.addressable_data(0))
 
 

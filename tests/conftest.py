@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import jax
@@ -10,6 +11,17 @@ import pytest
 # Four CPU devices for the sharded tests (tests/test_distributed.py). This must run before any
 # computation starts the backend; unsharded code still runs on device 0 alone.
 jax.config.update("jax_num_cpu_devices", 4)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_code():
+    """Drop each module's compiled executables when it ends. Every XLA:CPU executable holds
+    memory mappings; the whole suite in one process otherwise passes the kernel's
+    vm.max_map_count (65530) and LLVM segfaults in the next compile."""
+    yield
+    jax.clear_caches()
+    gc.collect()
+
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
