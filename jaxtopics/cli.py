@@ -137,7 +137,7 @@ def _check_args(args: argparse.Namespace) -> None:
     if args.command == "show":
         return
     devices = getattr(args, "devices", None)
-    if devices is not None:
+    if devices is not None and devices != "auto":
         check_positive_int(devices, "--devices")
     if args.sweeps < 0:
         raise ParameterError(f"--sweeps must be >= 0, got {args.sweeps}")
@@ -205,7 +205,9 @@ def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) 
         est = _estimator(args)
     if out is not None:
         _prepare_out(out)
-    where = f"{devices} {jax.default_backend()} devices" if devices else jax.default_backend()
+    from .estimators import MODELS, resolve_devices
+    shards = resolve_devices(MODELS[args.model].module, est.params, corpus, devices)
+    where = f"{shards} {jax.default_backend()} devices" if shards else jax.default_backend()
     if jax.process_count() > 1:
         where += f" over {jax.process_count()} processes"
     print(f"model: {est!r}  (jax {jax.__version__}, {where})")
@@ -269,9 +271,43 @@ def _add_model_args(p: argparse.ArgumentParser, *, sweeps: int) -> None:
                         "each process reads its own documents, process 0 writes the outputs")
     p.add_argument("--num-processes", type=int, default=None, help="multi-process fit: processes")
     p.add_argument("--process-id", type=int, default=None, help="multi-process fit: this process")
-    p.add_argument("--devices", type=int, default=None,
-                   help="shard the documents over this many devices (LDA, parallel sampler); on a "
-                        "CPU the process is split into this many XLA CPU devices")
+    p.add_argument("--devices", type=_devices_arg, default="auto",
+                   help="shard the documents over this many devices (models with a sharded "
+                        "kernel); on a CPU the process is split into this many XLA CPU devices. "
+                        "auto (default): every GPU, or one XLA device per CPU core, when the "
+                        "model's kernel can be sharded; else one device")
+
+
+def _devices_arg(text: str) -> int | str:
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer or 'auto', got {text!r}") from None
+
+
+def _cpu_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:                       # pragma: no cover - macOS, Windows
+        return os.cpu_count() or 1
+
+
+def _cpu_devices(args: argparse.Namespace) -> int:
+    """XLA CPU devices to split this process into (1: leave the CPU whole). ``--devices auto``
+    splits it one per core when the model's kernel can be sharded (chosen before jax starts)."""
+    devices = getattr(args, "devices", None)
+    if devices != "auto":
+        return devices or 1
+    module = _registry()[args.model].module
+    if not getattr(module, "SHARDABLE", False):
+        return 1
+    if not getattr(args, "resume", False):       # a resumed chain brings its own params
+        refusal = getattr(module, "shard_refusal", lambda p: None)(_estimator(args).params)
+        if refusal:
+            return 1
+    return _cpu_cores()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -306,11 +342,10 @@ def main(argv: list[str] | None = None) -> int:
             stream.reconfigure(errors="backslashreplace")
     try:
         _check_args(args)
-        if getattr(args, "devices", None):
+        if args.command != "show" and _cpu_devices(args) > 1:
             import jax
             # before the first computation starts the backend; concerns the CPU platform only
-            if args.devices > 1:
-                jax.config.update("jax_num_cpu_devices", args.devices)
+            jax.config.update("jax_num_cpu_devices", _cpu_devices(args))
         if getattr(args, "coordinator", None):
             from . import distributed
             try:

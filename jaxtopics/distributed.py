@@ -221,9 +221,9 @@ def prepare(corpus: Corpus, params: lda.Params, num_shards: int) -> ShardedData:
     out its ``num_shards / process_count`` shards (host arrays), padded to the shapes common to
     all processes. ``place`` then assembles the global arrays."""
     lda.check_params(params)
-    if params.sampler != "parallel" or params.mh_steps != 0:
-        raise ParameterError("sharded sweeps run the 'parallel' kernel with exact draws (mh_steps=0), "
-                             f"got sampler={params.sampler!r}, mh_steps={params.mh_steps}")
+    refusal = lda.shard_refusal(params)
+    if refusal:
+        raise ParameterError(refusal)
     processes = jax.process_count()
     if num_shards % processes:
         raise ParameterError(f"{num_shards} shards cannot be split evenly over {processes} processes")

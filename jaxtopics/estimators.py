@@ -208,13 +208,15 @@ class FittedModel:
     def resume(self, corpus: Corpus, num_sweeps: int, *, eval_every: int = 10,
                progress: bool | None = None, checkpoint_every: int | None = None,
                checkpoint_path: str | os.PathLike | None = None,
-               devices: int | None = None) -> "FittedModel":
+               devices: int | str | None = None) -> "FittedModel":
         """Continue the same chain for `num_sweeps` more sweeps (in place; returns self).
 
         Bitwise identical to having run all sweeps at once (with the same `devices`). `corpus`
         must be the one the model was fitted on (checked by fingerprint). `devices`: shard the
-        documents over the first `devices` devices (``jaxtopics.distributed``; LDA's parallel
-        kernel only); None runs on the default device.
+        documents over the first `devices` devices (``jaxtopics.distributed``; models whose
+        kernel can be sharded); ``"auto"`` uses every device of ``jax.devices()`` when the
+        model's kernel can be sharded, else one (``resolve_devices``); None runs on the default
+        device.
         """
         _check_same_corpus(self, corpus)
         if self._data is None and jax.process_count() == 1:
@@ -229,6 +231,7 @@ class FittedModel:
             self.save(checkpoint_path)
 
         model, data, state, to_global = self._module, self._data, self._state, (lambda st: st)
+        devices = resolve_devices(self._module, self.params, corpus, devices)
         if devices is not None:
             model, data, state, to_global = self._sharded(corpus, devices)
 
@@ -425,7 +428,7 @@ class _Estimator:
     def fit(self, corpus: Corpus, num_sweeps: int = 1000, seed: int = 0, *, eval_every: int = 10,
             progress: bool | None = None, checkpoint_every: int | None = None,
             checkpoint_path: str | os.PathLike | None = None,
-            devices: int | None = None) -> FittedModel:
+            devices: int | str | None = None) -> FittedModel:
         """Run one seeded chain for `num_sweeps` sweeps; same seed => bitwise identical result.
 
         With `checkpoint_path`, the model is saved (atomically) every `checkpoint_every` sweeps
@@ -433,6 +436,9 @@ class _Estimator:
         `devices=P` shards the documents over P devices (``jaxtopics.distributed``): the same
         blocked sweep with its draws split P ways; the chain differs from the one-device chain of
         the same seed (each shard draws its own uniforms) but is reproducible for a given P.
+        ``devices="auto"``: every device of ``jax.devices()`` when this model's kernel can be
+        sharded (on a CPU, first split it: ``jax.config.update("jax_num_cpu_devices",
+        os.cpu_count())``), else one device.
         """
         if not isinstance(corpus, Corpus):
             raise CorpusError(f"fit expects a jaxtopics.Corpus, got {type(corpus).__name__}")
@@ -707,6 +713,32 @@ def _topic_shares(model: FittedModel, theta: np.ndarray) -> tuple[np.ndarray, st
     if model.num_tokens > 0 and z.shape == (model.num_tokens,):
         return np.bincount(z, minlength=theta.shape[1]) / z.shape[0], "share of tokens"
     return theta.mean(0), "mean theta over documents"
+
+
+def resolve_devices(module, params: NamedTuple, corpus: Corpus,
+                    devices: int | str | None) -> int | None:
+    """The shard count a fit runs with: `devices` itself, or for ``"auto"`` every device of
+    ``jax.devices()`` (at most one per document) when the model's kernel with these params can
+    be sharded (``SHARDABLE`` and no ``shard_refusal``), else None (the default device)."""
+    if devices is None or not isinstance(devices, str):
+        return devices
+    if devices != "auto":
+        raise ParameterError(f"devices must be a positive integer, 'auto' or None, got {devices!r}")
+    refusal = getattr(module, "shard_refusal", lambda p: None)(params)
+    if not getattr(module, "SHARDABLE", False) or refusal:
+        if jax.process_count() > 1:
+            raise ParameterError(f"a multi-process fit is sharded, which this model cannot do"
+                                 f"{': ' + refusal if refusal else ''}")
+        return None
+    if jax.process_count() > 1:
+        return jax.device_count()
+    from .distributed import balanced_ranges
+    lengths = np.asarray(corpus.doc_lengths)
+    for n in range(min(jax.device_count(), corpus.num_docs), 1, -1):
+        ends = np.concatenate([[0], np.cumsum(lengths)])[balanced_ranges(lengths, n)]
+        if np.all(np.diff(ends) > 0):           # every shard holds tokens
+            return n
+    return None
 
 
 def _check_same_corpus(model: FittedModel, corpus: Corpus) -> None:

@@ -63,6 +63,30 @@ def test_fit_sharded_over_two_cpu_devices(tmp_path):
     assert r.returncode == 2 and "parallel" in r.stderr and "Traceback" not in r.stderr
 
 
+def test_devices_auto_is_the_default(tmp_path):
+    """With no --devices, a shardable fit uses one XLA CPU device per core; a kernel that cannot
+    be sharded (sequential) or a model without a sharded kernel runs on one device."""
+    import os
+
+    import jax
+
+    if jax.default_backend() != "cpu":
+        pytest.skip("auto on a GPU host uses its GPUs")
+    cores = len(os.sched_getaffinity(0))
+    src = tmp_path / "docs.txt"
+    src.write_text("\n".join(["apples pears fruit juice", "cat mat sat hat"] * 10), encoding="utf-8")
+    common = ("--sweeps", "2", "--input", str(src), "--no-progress")
+    r = _run("fit", "--num-topics", "2", *common, "--out", str(tmp_path / "a"))
+    assert r.returncode == 0, r.stderr
+    assert (f"{cores} cpu devices" if cores > 1 else "(jax ") in r.stdout
+    for extra in (("--sampler", "sequential", "--num-topics", "2"), ("--model", "hdp")):
+        r = _run("fit", *extra, *common, "--out", str(tmp_path / "b"))
+        assert r.returncode == 0, r.stderr
+        assert "cpu devices" not in r.stdout
+    r = _run("fit", "--devices", "two", *common, "--out", str(tmp_path / "c"))
+    assert r.returncode == 2 and "--devices" in r.stderr and "'auto'" in r.stderr
+
+
 def test_bad_input_gives_a_clear_error(tmp_path):
     bad = tmp_path / "bad.ldac"
     bad.write_text("2 0:1 1:x\n", encoding="utf-8")

@@ -114,3 +114,24 @@ def test_models_block_runs(tmp_path):
     assert m.pseudo_labels.shape == (short.num_docs,)
     r = env["r"]
     assert r.topic_label.shape == (r.num_active_topics,) and np.isfinite(r.perplexity(env["held_out"]))
+
+
+def test_devices_auto_block_runs(tmp_path):
+    """The Quickstart's `devices="auto"` lines as written, in a fresh process (the CPU split
+    must come before any computation): the fit is sharded over every CPU device it made."""
+    section = README[README.index("## Quickstart"):README.index("## Models")]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    code = next(b for b in blocks if 'devices="auto"' in b)
+    code = re.sub(r"num_sweeps=\d+", "num_sweeps=3", code)
+    script = ("import os, jax, jaxtopics as jt\n"
+              "os.cpu_count = lambda: 2                 # as on a 2-core machine, wherever this runs\n"
+              f"corpus = jt.Corpus.from_texts({TRAIN!r})\n" + code +
+              "print('DEVICES', jax.device_count(), model.sweeps_done)\n"
+              "two = jt.LDA(num_topics=50).fit(corpus, num_sweeps=3, devices=2).assignments\n"
+              "one = jt.LDA(num_topics=50).fit(corpus, num_sweeps=3).assignments\n"
+              "print('SHARDED', (model.assignments == two).all(), (model.assignments == one).all())\n")
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
+                       cwd=tmp_path, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "DEVICES 2 3" in r.stdout and "SHARDED True False" in r.stdout

@@ -156,6 +156,14 @@ def check_params(params: Params) -> Params:
     return params._replace(num_topics=k, alpha=alpha, beta=beta, **sizes)
 
 
+def shard_refusal(params: Params) -> str | None:
+    """Why a fit with these params cannot run sharded (``jaxtopics.distributed``); None if it can."""
+    if params.sampler != "parallel" or params.mh_steps != 0:
+        return ("sharded sweeps run the 'parallel' kernel with exact draws (mh_steps=0), "
+                f"got sampler={params.sampler!r}, mh_steps={params.mh_steps}")
+    return None
+
+
 def state_shapes(params: Params, num_tokens: int, num_docs: int, num_words: int) -> State:
     """The shape and dtype of every State array for a corpus of these sizes (no computation):
     what a model file's arrays are checked against before a model is built from them."""
