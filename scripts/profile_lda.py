@@ -1,0 +1,110 @@
+#!/usr/bin/env python
+"""Where an LDA `parallel` sweep spends its time: the sweep cut into its parts, each timed alone.
+
+On the benchmark corpus (``datasets.synthetic_lda``; default D=5000, V=10000, mean length 200,
+N ~ 1M tokens), for every K in --ks, each part is one jitted ``lax.scan`` over the sweep's
+blocks, exactly as ``lda._parallel_sweep`` runs them, compiled first and then timed over --reps
+runs (best of):
+
+* ``sweep``: the whole blocked sweep (``lda.sweep``).
+* ``rows``: reading each token's count rows n_d. and n_.w (the gathers of the draw).
+* ``draw``: rows + eq. (1) + the two-level categorical (``ops.collapsed_topic_draw``), against
+  fixed counts.
+* ``moves``: writing a block's moves into z, n_dk, n_kw, n_k (``ops.move_counts``).
+
+``draw`` + ``moves`` should come close to ``sweep``; the remainder is the scan's own cost.
+Prints a markdown table (ms per sweep, share of the sweep, M tokens/s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import jax
+import jax.numpy as jnp
+
+
+def _best(fn, *args, reps: int) -> float:
+    jax.block_until_ready(fn(*args))                 # compile + warm
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def profile(num_topics: int, corpus, reps: int) -> dict[str, float]:
+    from jaxtopics.models import lda
+    from jaxtopics.ops import chunked_map, collapsed_topic_draw
+
+    params = lda.Params(num_topics=num_topics, alpha=0.1, beta=0.01)
+    data = lda.prepare(corpus, params)
+    state = lda.init(jax.random.key(0), data, params)
+    v = corpus.num_words
+    xs = (data.blocks, data.valid, data.doc[data.blocks], data.word[data.blocks],
+          jax.random.uniform(jax.random.key(1), data.blocks.shape))
+
+    @jax.jit
+    def sweep(state):
+        return lda.sweep(jax.random.key(2), state, data, params)[0].topic
+
+    @jax.jit
+    def rows(state):
+        def block(acc, x):
+            pos, _, doc, word, _ = x
+            r = chunked_map(lambda c: (state.doc_topic[c[0]] + state.word_topic[c[1]]).sum(1),
+                            (doc, word), params.chunk_size)
+            return acc + r.sum(), None
+        return jax.lax.scan(block, jnp.int32(0), xs)[0]
+
+    @jax.jit
+    def draw(state):
+        def block(acc, x):
+            pos, _, doc, word, u = x
+            old = state.z[pos]
+            new = chunked_map(lambda c: collapsed_topic_draw(
+                c[0], state.doc_topic[c[1]], state.word_topic[c[2]], state.topic, c[3],
+                params.alpha, params.beta, v), (u, doc, word, old), params.chunk_size)
+            return acc + new.sum(), None
+        return jax.lax.scan(block, jnp.int32(0), xs)[0]
+
+    @jax.jit
+    def moves(state):
+        def block(st, x):
+            pos, valid, doc, word, _ = x
+            old = st.z[pos]
+            new = (old + 1) % num_topics
+            return lda._apply_moves(st, pos, doc, word, old, new, valid), None
+        return jax.lax.scan(block, state, xs)[0].topic
+
+    return {name: _best(fn, state, reps=reps)
+            for name, fn in (("sweep", sweep), ("rows", rows), ("draw", draw), ("moves", moves))}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--ks", default="50,500")
+    ap.add_argument("--docs", type=int, default=5000)
+    ap.add_argument("--words", type=int, default=10000)
+    ap.add_argument("--doc-length", type=float, default=200)
+    ap.add_argument("--reps", type=int, default=3)
+    args = ap.parse_args()
+    from jaxtopics.datasets import synthetic_lda
+
+    corpus = synthetic_lda(num_docs=args.docs, num_words=args.words, num_topics=50,
+                           mean_doc_length=args.doc_length, seed=0).corpus
+    n = corpus.num_tokens
+    print(f"corpus: {corpus.num_docs} docs, {n} tokens, V={corpus.num_words}; jax {jax.__version__} "
+          f"on {jax.default_backend()} ({jax.device_count()} device)")
+    print("\n| K | part | ms / sweep | share of sweep | M tokens/s |\n|---|---|---|---|---|")
+    for k in (int(x) for x in args.ks.split(",")):
+        t = profile(k, corpus, args.reps)
+        for name in ("sweep", "rows", "draw", "moves"):
+            print(f"| {k} | {name} | {1e3 * t[name]:.0f} | {t[name] / t['sweep']:.0%} | "
+                  f"{n / t[name] / 1e6:.2f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
