@@ -19,7 +19,11 @@
 #                        an ignored, carried folder of the checkout and point here)
 #   SHORT_TIMEOUT        seconds for the short-text benchmark (default 150)
 #   PTM_TIMEOUT          seconds for the PTM benchmark (default 120)
+#   HDP_TIMEOUT, SCALING_TIMEOUT   seconds for the HDP speed and LDA scaling stages (240, 150)
 #   PYTEST_ARGS          what pytest runs (default: tests, the whole suite)
+#   GPU_CHECK_STAGES     comma-separated stages to run (default all: nvidia_smi, jax_info, pytest,
+#                        bench_lda, bench_short_text, bench_ptm, bench_hdp, bench_scaling); the
+#                        stage timeouts add up to more than 10 minutes, so pick within a budget
 # Exit status: 0 if every stage passed, else 1 (all stages run regardless).
 
 set -u -o pipefail
@@ -49,11 +53,17 @@ header() {
     echo "=================================================================="
 }
 
+selected() { [ -z "${GPU_CHECK_STAGES:-}" ] || [[ ",$GPU_CHECK_STAGES," == *",$1,"* ]]; }
+
 # run_stage NAME CMD...: run CMD, tee its output into $OUT/NAME.log when OUT is set, record
 # the exit status and the elapsed time.
 run_stage() {
     local name=$1; shift
     local t0 rc
+    if ! selected "$name"; then
+        SUMMARY+=("$name: not selected")
+        return 0
+    fi
     t0=$(date +%s)
     local shown
     shown=$(printf '%s ' "$@" | tr '\n' ' ' | cut -c1-150)
@@ -140,7 +150,7 @@ if [ -n "$LOG_DIR" ]; then
     JSON_FLAG=(--json "$LOG_DIR/bench_lda.json")
 fi
 
-if [ "$SMALL" != "1" ] && [ "$BACKEND" != "gpu" ] && [ "$BACKEND" != "cuda" ]; then
+if selected bench_lda && [ "$SMALL" != "1" ] && [ "$BACKEND" != "gpu" ] && [ "$BACKEND" != "cuda" ]; then
     header "bench_lda: SKIPPED"
     echo "!! jax backend is '$BACKEND', not gpu: the 100M-token benchmark would not finish on a CPU."
     echo "!! (GPU_CHECK_SMALL=1 runs it at tiny sizes)"
@@ -184,6 +194,27 @@ else
     header "bench_ptm: SKIPPED"
     SUMMARY+=("bench_ptm: skipped, no data")
 fi
+
+# ---- 7. HDP: both kernels, speed part of bench_hdp (the issue-7 corpus) ----------------------
+HDP_TIMEOUT=${HDP_TIMEOUT:-240}
+HDP_ARGS=(--sweeps 20)
+[ "$SMALL" = "1" ] && HDP_ARGS=(--sweeps 2 --docs 60 --words 200)
+run_stage bench_hdp timeout -k 10 "$HDP_TIMEOUT" "$PY" scripts/bench_hdp.py --parts speed \
+    "${HDP_ARGS[@]}" --skip-tomotopy
+
+# ---- 8. LDA scaling: tokens/s and memory vs N and K -----------------------------------------
+SCALING_TIMEOUT=${SCALING_TIMEOUT:-150}
+if [ "$SMALL" = "1" ]; then
+    SCALING_ARGS=(--ns 1e4,4e4 --ks 10,50 --base-n 1e4 --sweeps 1)
+else
+    SCALING_ARGS=(--ns 1e6,4e6,16e6 --ks 50,500,5000 --sweeps 3)
+fi
+SCALING_OUT=()
+if [ -n "$LOG_DIR" ]; then
+    SCALING_OUT=(--json "$LOG_DIR/bench_scaling.json" --png "$LOG_DIR/scaling_gpu.png")
+fi
+run_stage bench_scaling timeout -k 10 "$SCALING_TIMEOUT" "$PY" scripts/bench_scaling.py \
+    "${SCALING_ARGS[@]}" "${SCALING_OUT[@]}"
 
 # ---- summary --------------------------------------------------------------------------------
 header "summary (total $(( $(date +%s) - T_START )) s)"
