@@ -29,6 +29,7 @@ from scipy import integrate, stats
 from jaxtopics import Corpus
 from jaxtopics.fit import run_sweeps
 from jaxtopics.models import hdp
+from enumeration_stats import pooled_chisquare_p as _pooled_chisquare_p, tv as _tv, tv_bound as _tv_bound
 
 FAMILY_ALPHA = 1e-3
 DOCS = [[0, 1, 0], [1, 2]]
@@ -36,34 +37,6 @@ ALPHA, GAMMA, BETA = 1.0, 0.7, 0.3
 CHAINS = 60_000
 SWEEPS = 8           # from both starts the chains are at the posterior within noise by 3-5
 CONC_CHAINS = 30_000  # the gamma/beta draws of the concentration updates are slow under vmap
-
-
-# ------------------------------------------------------------------------------------------
-# statistics helpers (as in test_lda_kernels)
-
-
-def _pooled_chisquare_p(counts, probs, min_expected: float = 5.0) -> float:
-    counts = np.asarray(counts, np.float64)
-    probs = np.asarray(probs, np.float64)
-    if np.any(counts[probs == 0] > 0):
-        return 0.0
-    exp = probs * counts.sum()
-    big = exp >= min_expected
-    obs_b, exp_b = list(counts[big]), list(exp[big])
-    if (~big).any() and exp[~big].sum() > 0:
-        obs_b.append(counts[~big].sum())
-        exp_b.append(exp[~big].sum())
-    return float(stats.chisquare(obs_b, exp_b).pvalue)
-
-
-def _tv_bound(probs, n: int, delta: float) -> float:
-    """TV(empirical of n draws, probs) exceeds this with probability <= delta (Jensen + McDiarmid)."""
-    p = np.asarray(probs, np.float64)
-    return float(0.5 * np.sum(np.sqrt(p * (1 - p) / n)) + math.sqrt(math.log(1 / delta) / (2 * n)))
-
-
-def _tv(a, b) -> float:
-    return float(0.5 * np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64)).sum())
 
 
 # ------------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from jaxtopics.ops import (
     strided_blocks,
     uniform_index,
 )
+from enumeration_stats import pooled_chisquare_p as _pooled_chisquare_p, tv_bound as _tv_bound
 
 FAMILY_ALPHA = 1e-3
 
@@ -40,37 +41,6 @@ FAMILY_ALPHA = 1e-3
 def _uniforms(seed: int, shape) -> np.ndarray:
     """float32 uniforms in [0, 1) (numpy's float32 generator never returns 1.0)."""
     return np.random.default_rng(seed).random(shape, dtype=np.float32)
-
-
-def _pooled_chisquare_p(counts: np.ndarray, probs: np.ndarray, min_expected: float = 5.0) -> float:
-    """Chi-square goodness-of-fit p-value; bins with expected count < min_expected are pooled.
-
-    Observed mass on a zero-probability bin gives p = 0 (impossible outcome).
-    """
-    counts = np.asarray(counts, np.float64)
-    probs = np.asarray(probs, np.float64)
-    n = counts.sum()
-    if np.any(counts[probs == 0] > 0):
-        return 0.0
-    exp = probs * n
-    big = exp >= min_expected
-    obs_b, exp_b = list(counts[big]), list(exp[big])
-    if (~big).any() and exp[~big].sum() > 0:
-        obs_b.append(counts[~big].sum())
-        exp_b.append(exp[~big].sum())
-    if len(exp_b) < 2:
-        return 1.0
-    return float(stats.chisquare(obs_b, exp_b).pvalue)
-
-
-def _tv_bound(probs: np.ndarray, n: int, delta: float) -> float:
-    """Upper bound on TV(empirical, probs) for n iid draws, exceeded with probability <= delta.
-
-    E[TV] <= 1/2 sum_i sqrt(p_i (1 - p_i) / n) (Jensen), and TV of the empirical distribution
-    changes by at most 1/n per draw, so McDiarmid adds sqrt(log(1/delta) / (2 n)).
-    """
-    p = np.asarray(probs, np.float64)
-    return 0.5 * np.sum(np.sqrt(p * (1 - p) / n)) + math.sqrt(math.log(1 / delta) / (2 * n))
 
 
 def _check_distribution(draws: np.ndarray, probs: np.ndarray, alpha: float = FAMILY_ALPHA) -> None:

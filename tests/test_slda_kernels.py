@@ -28,46 +28,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from scipy import stats
 from scipy.optimize import linear_sum_assignment
 
 from conftest import SHARED_DATA
 from jaxtopics import Corpus
 from jaxtopics.models import slda
 from jaxtopics.ops import log_rising_factorial
+from enumeration_stats import pooled_chisquare_p as _pooled_chisquare_p, tv as _tv, tv_bound as _tv_bound
 
 FAMILY_ALPHA = 1e-3
-
-
-# ------------------------------------------------------------------------------------------
-# statistics helpers (as in test_lda_kernels.py)
-
-
-def _pooled_chisquare_p(counts: np.ndarray, probs: np.ndarray, min_expected: float = 5.0) -> float:
-    """Chi-square goodness-of-fit p-value; bins with expected count < min_expected are pooled.
-    Any draw on a zero-probability bin gives p = 0."""
-    counts = np.asarray(counts, np.float64)
-    probs = np.asarray(probs, np.float64)
-    if np.any(counts[probs == 0] > 0):
-        return 0.0
-    exp = probs * counts.sum()
-    big = exp >= min_expected
-    obs_b, exp_b = list(counts[big]), list(exp[big])
-    if (~big).any() and exp[~big].sum() > 0:
-        obs_b.append(counts[~big].sum())
-        exp_b.append(exp[~big].sum())
-    return float(stats.chisquare(obs_b, exp_b).pvalue)
-
-
-def _tv_bound(probs: np.ndarray, n: int, delta: float) -> float:
-    """Upper bound on TV(empirical of n iid draws, probs) exceeded with probability <= delta:
-    Jensen per bin for the mean, McDiarmid (one draw moves TV by <= 1/n) for the deviation."""
-    p = np.asarray(probs, np.float64)
-    return float(0.5 * np.sum(np.sqrt(p * (1 - p) / n)) + math.sqrt(math.log(1 / delta) / (2 * n)))
-
-
-def _tv(a: np.ndarray, b: np.ndarray) -> float:
-    return float(0.5 * np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64)).sum())
 
 
 # ------------------------------------------------------------------------------------------
