@@ -259,14 +259,14 @@ class FittedModel:
         if not isinstance(devices, (int, np.integer)) or isinstance(devices, bool) or devices < 1:
             raise ParameterError(f"devices must be a positive integer, got {devices!r}")
         mesh = distributed.make_mesh(devices)
-        sdata = distributed.prepare(corpus, self.params, devices)
+        sdata = distributed.prepare(corpus, self.params, devices, module=self._module)
         local = self.__dict__.get("_local_state", False)     # a multi-process fit's own init
         state, sdata = distributed.place(distributed.shard_state(self._state, sdata, local=local),
                                          sdata, mesh)
         if jax.process_count() > 1:
             state = distributed.recount(state, sdata, self.params)   # global tables over processes
         self.__dict__["_local_state"] = False
-        return (distributed.ShardedLDA(mesh), sdata, state,
+        return (distributed.Sharded(self._module, mesh), sdata, state,
                 lambda st: distributed.gather(st, sdata))
 
     def transform(self, docs: Corpus | Iterable[str], num_sweeps: int = 50,
