@@ -270,8 +270,9 @@ def _add_model_args(p: argparse.ArgumentParser, *, sweeps: int) -> None:
     p.add_argument("--num-processes", type=int, default=None, help="multi-process fit: processes")
     p.add_argument("--process-id", type=int, default=None, help="multi-process fit: this process")
     p.add_argument("--devices", type=int, default=None,
-                   help="shard the documents over this many devices (LDA, parallel sampler); on a "
-                        "CPU the process is split into this many XLA CPU devices")
+                   help="shard the documents over this many devices (the parallel sampler of every "
+                        "model but hdp and dpmrm); on a CPU the process is split into this many "
+                        "XLA CPU devices")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -213,8 +213,9 @@ class FittedModel:
 
         Bitwise identical to having run all sweeps at once (with the same `devices`). `corpus`
         must be the one the model was fitted on (checked by fingerprint). `devices`: shard the
-        documents over the first `devices` devices (``jaxtopics.distributed``; LDA's parallel
-        kernel only); None runs on the default device.
+        documents over the first `devices` devices (``jaxtopics.distributed``: the model's
+        ``parallel`` kernel, for every model whose module is ``SHARDABLE``: LDA, Sentence-LDA,
+        PTM, DMM, DPMM; HDP and DP-MRM are refused); None runs on the default device.
         """
         _check_same_corpus(self, corpus)
         if self._data is None and jax.process_count() == 1:
@@ -430,9 +431,11 @@ class _Estimator:
 
         With `checkpoint_path`, the model is saved (atomically) every `checkpoint_every` sweeps
         (default: every eval) so a killed run can continue with ``load(path).resume(corpus, ...)``.
-        `devices=P` shards the documents over P devices (``jaxtopics.distributed``): the same
-        blocked sweep with its draws split P ways; the chain differs from the one-device chain of
-        the same seed (each shard draws its own uniforms) but is reproducible for a given P.
+        `devices=P` shards the documents over P devices (``jaxtopics.distributed``; the
+        ``parallel`` sampler of any model with a sharded kernel: all but HDP and DP-MRM): the
+        same blocked sweep with its draws split P ways; the chain differs from the one-device
+        chain of the same seed (each shard draws its own uniforms) but is reproducible for a
+        given P, and ``devices=1`` is the default run.
         """
         if not isinstance(corpus, Corpus):
             raise CorpusError(f"fit expects a jaxtopics.Corpus, got {type(corpus).__name__}")
