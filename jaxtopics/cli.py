@@ -272,10 +272,10 @@ def _add_model_args(p: argparse.ArgumentParser, *, sweeps: int) -> None:
     p.add_argument("--num-processes", type=int, default=None, help="multi-process fit: processes")
     p.add_argument("--process-id", type=int, default=None, help="multi-process fit: this process")
     p.add_argument("--devices", type=_devices_arg, default="auto",
-                   help="shard the documents over this many devices (models with a sharded "
-                        "kernel); on a CPU the process is split into this many XLA CPU devices. "
-                        "auto (default): every GPU, or one XLA device per CPU core, when the "
-                        "model's kernel can be sharded; else one device")
+                   help="shard the documents over this many devices (the parallel sampler of "
+                        "every model but hdp and dpmrm); on a CPU the process is split into "
+                        "this many XLA CPU devices. auto (default): every GPU, or one XLA "
+                        "device per CPU core, when the model's kernel can be sharded; else one")
 
 
 def _devices_arg(text: str) -> int | str:
@@ -300,12 +300,12 @@ def _cpu_devices(args: argparse.Namespace) -> int:
     devices = getattr(args, "devices", None)
     if devices != "auto":
         return devices or 1
+    from .distributed import shard_refusal
     module = _registry()[args.model].module
     if not getattr(module, "SHARDABLE", False):
         return 1
     if not getattr(args, "resume", False):       # a resumed chain brings its own params
-        refusal = getattr(module, "shard_refusal", lambda p: None)(_estimator(args).params)
-        if refusal:
+        if shard_refusal(module, _estimator(args).params):
             return 1
     return _cpu_cores()
 

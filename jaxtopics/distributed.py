@@ -1,28 +1,56 @@
-"""Document-sharded LDA sweeps over the devices of a mesh (``shard_map``), one or many hosts.
+"""Document-sharded sweeps of any model's ``parallel`` kernel over the devices of a mesh
+(``shard_map``), one or many hosts.
 
 The corpus is cut into contiguous document ranges of about equal token counts, one per device of
-the mesh axis ``"shards"``. Every device holds its documents' tokens and document-topic rows and
-a copy of the word-topic table n_kw and the totals n_k. A sweep is the blocked ``parallel`` sweep
-of ``models.lda``: the devices visit their blocks in step, each drawing its block's tokens
-exactly from eq. (1) against the counts at the block's start, and after each block the devices
-exchange that block's word-topic moves (one ``all_gather`` of (word, old topic, new topic) per
-device) and apply all of them to their copies. So a sweep on P devices is the single-device
-blocked sweep whose block b is the union of the devices' blocks b: the same staleness (1/blocks
-of the corpus), the same quality, with the draws split P ways. One device gives exactly
-``lda.sweep``. A plain AD-LDA sweep (re-summing the copies once per sweep) was measured 1 %
-worse in log joint on Reuters with 4 shards at 500 sweeps, hence the per-block exchange.
+the mesh axis ``"shards"``. Every device holds its documents' latents and per-document tables
+(topics of their tokens or sentences, document-topic rows, pseudo-document labels, ...) and a copy
+of the model's global tables (word-topic, topic totals, cluster sizes, pseudo-document tables,
+...). A sweep is the model's blocked ``parallel`` sweep run with ``axis_name="shards"``: the
+devices visit their blocks in step, each drawing its block against the counts at the block's
+start, and after each block the devices exchange that block's moves of the global tables
+(``ops.exchange``: one ``all_gather`` of the move arrays) and apply all of them to their copies.
+So a sweep on P devices is the single-device blocked sweep whose block b is the union of the
+devices' blocks b: the same staleness (1/blocks of the corpus), the same quality, with the draws
+split P ways. One device gives exactly the model's ``sweep``. (For LDA a plain AD-LDA sweep,
+re-summing the copies once per sweep, was measured 1 % worse in log joint on Reuters with 4
+shards at 500 sweeps, hence the per-block exchange; LDA's ``sync_every`` trades some of it back
+for fewer collectives.)
 
-The same code runs on the CPU devices of one process (``jax_num_cpu_devices``) and on the GPUs of
-one host. Several processes (``jax.distributed``) are not supported yet: ``place`` and
-``gather`` move whole arrays between this process and the devices. Shards are padded to common
-shapes: padding tokens sit in slots that no block visits and no count includes; padding
-documents are empty.
+What a model module declares to be sharded (module-level hooks; this file never names a model):
+
+- ``SHARDABLE = True``.
+- ``SHARD_FIELDS``: {State field: axis} for the per-shard fields and the axis of the shard's
+  layout they run along ("tokens", "docs", "sentences"); every other State field is a global
+  table, replicated on every device. Optional ``SHARD_INDEX_FIELDS``: {field: axis} for
+  per-shard fields whose values are positions along an axis (shard-local, shifted by the shard's
+  offset when gathered).
+- ``shard_sizes(data) -> dict[str, int]``: the sizes of a shard's layout, among them the real
+  length of every axis of ``SHARD_FIELDS``; ``pad_shard(data, sizes) -> Data``: the layout
+  padded to `sizes` (the largest over the shards). Padding items are visited by no block and, in
+  a state that ``recount_shard`` made, counted in no table.
+- ``recount_shard(state, data, params, sizes) -> State``: a shard's state with every table
+  rebuilt from its latents (padding counted nowhere; `sizes` are the shard's real sizes); its
+  global tables are the shard's part, which ``init`` and ``recount`` sum over the shards.
+- ``sweep(key, state, data, params, axis_name=None)``: with `axis_name`, the parallel kernel
+  exchanges its global-table moves over that axis and returns the whole sweep's info (equal on
+  every shard); ``log_joint(state, None, params)`` must score the stacked per-shard tables
+  (padding rows add nothing).
+- optional ``check_shard_params(params)`` (refuse what the sharded kernel cannot run; the
+  ``parallel`` sampler is required of every model) and ``SHARD_INITS`` (the ``init`` settings
+  ``init`` below supports).
+
+The same code runs on the CPU devices of one process (``jax_num_cpu_devices``), on the GPUs of
+one host, and over several processes (``jax.distributed``: ``initialize``, each process reads
+its own documents, ``place`` assembles global arrays, ``gather`` reads them back on every host).
+Shards are padded to common shapes.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import NamedTuple, Sequence
+import sys
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -33,27 +61,58 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from .corpus import Corpus
 from .errors import ParameterError
 from .models import lda
-from .ops import count_table
 
 try:                                    # jax >= 0.6 exports shard_map at the top level
     from jax import shard_map as _shard_map
 except ImportError:                     # pragma: no cover - older jax
     from jax.experimental.shard_map import shard_map as _shard_map
 
-__all__ = ["AXIS", "ShardedData", "ShardedLDA", "initialize", "read_process_corpus",
+__all__ = ["AXIS", "ShardedData", "Sharded", "ShardedLDA", "initialize", "read_process_corpus",
            "global_fingerprint", "balanced_ranges", "split_documents", "make_mesh", "prepare", "init",
-           "shard_state", "recount", "place", "sweep", "log_joint", "gather"]
+           "shard_state", "recount", "place", "sweep", "log_joint", "gather", "module_of",
+           "shard_refusal"]
 
 AXIS = "shards"
 
 
-class ShardedData(NamedTuple):
-    """`data`: an ``lda.Data`` whose arrays carry a leading shard axis (padded to equal shapes);
-    `num_tokens`, `num_docs`: [shards] int32, the real tokens and documents of each shard."""
+@dataclass(frozen=True)
+class ShardedData:
+    """`data`: the model's ``Data`` with a leading shard axis on every array (padded to equal
+    shapes); `sizes`: {name: [shards] int32} the unpadded ``shard_sizes`` of every shard (among
+    them the real length of each axis); `module`: the model module (static); `shapes`: the
+    per-shard State fields' padded shapes (static)."""
 
-    data: lda.Data
-    num_tokens: Array
-    num_docs: Array
+    data: Any
+    sizes: dict
+    module: ModuleType = field(metadata={"static": True})
+    shapes: tuple = field(default=(), metadata={"static": True})
+
+    @property
+    def num_tokens(self) -> Array:
+        """[shards] real tokens of each shard (where the model's layout has a token axis)."""
+        return self.sizes["tokens"]
+
+    @property
+    def num_docs(self) -> Array:
+        """[shards] real documents of each shard."""
+        return self.sizes["docs"]
+
+    @property
+    def num_shards(self) -> int:
+        return next(iter(self.sizes.values())).shape[0]
+
+
+jax.tree_util.register_dataclass(ShardedData, data_fields=["data", "sizes"],
+                                 meta_fields=["module", "shapes"])
+
+
+def module_of(params: Any) -> ModuleType:
+    """The model module whose ``Params`` `params` is (e.g. ``models.lda`` for ``lda.Params``)."""
+    return sys.modules[type(params).__module__]
+
+
+def _is_sharded(module: ModuleType, name: str) -> bool:
+    return name in module.SHARD_FIELDS
 
 
 def split_documents(corpus: Corpus, num_shards: int) -> list[np.ndarray]:
@@ -184,60 +243,56 @@ def make_mesh(num_shards: int, devices: Sequence[jax.Device] | None = None) -> M
     return Mesh(np.array(devices[:num_shards]), (AXIS,))
 
 
-def _pad_shard(d: lda.Data, n_max: int, d_max: int, b_max: int, c_max: int) -> lda.Data:
-    """One shard's Data padded to n_max tokens, d_max documents and [b_max, c_max] blocks; the
-    dummy slot moves from n to n_max."""
-    n = d.word.shape[0] - 1
-
-    def tokens(a, fill=0):                      # [n+1] -> [n_max+1]; slots >= n are padding
-        out = np.full(n_max + 1, fill, np.int32)
-        out[:n] = np.asarray(a)[:n]
-        return out
-
-    def docs(a):
-        out = np.zeros(d_max, np.int32)
-        out[:a.shape[0]] = np.asarray(a)
-        return out
-
-    blocks = np.asarray(d.blocks)
-    blocks = np.where(blocks >= n, n_max, blocks)
-    b, c = blocks.shape
-    blocks = np.pad(blocks, ((0, b_max - b), (0, c_max - c)), constant_values=n_max)
-    valid = np.pad(np.asarray(d.valid), ((0, b_max - b), (0, c_max - c)), constant_values=False)
-    members = np.full(n_max, n_max, np.int32)
-    members[:n] = np.asarray(d.word_members)
-    return lda.Data(word=tokens(d.word), doc=tokens(d.doc), doc_start=docs(d.doc_start),
-                    doc_len=docs(d.doc_len), word_members=members, word_start=np.asarray(d.word_start),
-                    word_len=np.asarray(d.word_len), word_rank=tokens(d.word_rank),
-                    blocks=blocks.astype(np.int32), valid=valid)
+def shard_refusal(module: ModuleType, params: Any) -> str | None:
+    """Why `module` with `params` cannot run sharded (None: it can): no sharded kernel, a sampler
+    other than ``parallel``, or the module's own ``check_shard_params`` refusing."""
+    name = module.__name__.rsplit(".", 1)[-1]
+    if not getattr(module, "SHARDABLE", False):
+        return f"{name} has no sharded kernel"
+    if getattr(params, "sampler", "parallel") != "parallel":
+        return f"sharded sweeps run the 'parallel' kernel, got sampler={params.sampler!r}"
+    check = getattr(module, "check_shard_params", None)
+    try:
+        if check is not None:
+            check(params)
+    except ParameterError as e:
+        return str(e)
+    return None
 
 
-def prepare(corpus: Corpus, params: lda.Params, num_shards: int) -> ShardedData:
-    """Split the corpus into `num_shards` document ranges and lay each out as ``lda.prepare``
-    does, padded to common shapes and stacked along a leading shard axis.
+def prepare(corpus: Corpus, params: Any, num_shards: int,
+            module: ModuleType | None = None) -> ShardedData:
+    """Split the corpus into `num_shards` document ranges and lay each out as the model's
+    ``prepare`` does, padded to common shapes (``pad_shard``) and stacked along a leading shard
+    axis. `module`: the model module (default: the one `params` belong to).
 
     In a multi-process run (``initialize``), `corpus` is this process's own documents
     (``read_process_corpus``) and `num_shards` the global number of shards; this process lays
     out its ``num_shards / process_count`` shards (host arrays), padded to the shapes common to
     all processes. ``place`` then assembles the global arrays."""
-    lda.check_params(params)
-    refusal = lda.shard_refusal(params)
+    module = module_of(params) if module is None else module
+    checked = module.check_params(params) if hasattr(module, "check_params") else None
+    params = params if checked is None else checked
+    refusal = shard_refusal(module, params)
     if refusal:
         raise ParameterError(refusal)
     processes = jax.process_count()
     if num_shards % processes:
         raise ParameterError(f"{num_shards} shards cannot be split evenly over {processes} processes")
-    parts = [lda.prepare(corpus.subset(ix), params)
+    parts = [module.prepare(corpus.subset(ix), params)
              for ix in split_documents(corpus, num_shards // processes)]
-    sizes = np.array([[p.word.shape[0] - 1 for p in parts], [p.doc_start.shape[0] for p in parts],
-                      [p.blocks.shape[0] for p in parts], [p.blocks.shape[1] for p in parts]])
-    all_sizes = _allgather_host(sizes).transpose(1, 0, 2).reshape(4, -1)   # [4, shards]
-    n_max, d_max, b_max, c_max = (int(x) for x in all_sizes.max(1))
-    padded = [_pad_shard(p, n_max, d_max, b_max, c_max) for p in parts]
+    names = list(module.shard_sizes(parts[0]))
+    local = np.array([[int(module.shard_sizes(p)[k]) for p in parts] for k in names], np.int64)
+    all_sizes = _allgather_host(local).transpose(1, 0, 2).reshape(len(names), -1)   # [keys, shards]
+    top = {k: int(all_sizes[i].max()) for i, k in enumerate(names)}
+    padded = [module.pad_shard(p, top) for p in parts]
     stack = jnp.asarray if processes == 1 else np.asarray
-    data = jax.tree.map(lambda *a: stack(np.stack(a)), *padded)
-    return ShardedData(data=data, num_tokens=jnp.asarray(all_sizes[0], jnp.int32),
-                       num_docs=jnp.asarray(all_sizes[1], jnp.int32))
+    data = jax.tree.map(lambda *a: stack(np.stack([np.asarray(x) for x in a])), *padded)
+    probe = jax.eval_shape(lambda d: module.init(jax.random.key(0), d, params),
+                           jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape[1:], a.dtype), data))
+    shapes = tuple((f, tuple(getattr(probe, f).shape)) for f in module.SHARD_FIELDS)
+    sizes = {k: jnp.asarray(all_sizes[i], jnp.int32) for i, k in enumerate(names)}
+    return ShardedData(data=data, sizes=sizes, module=module, shapes=shapes)
 
 
 def _allgather_host(x: np.ndarray) -> np.ndarray:
@@ -248,112 +303,167 @@ def _allgather_host(x: np.ndarray) -> np.ndarray:
     return np.asarray(multihost_utils.process_allgather(np.asarray(x)))
 
 
-def _real_tokens(sdata: ShardedData) -> Array:
-    """[shards, n_max + 1] bool: True on the real tokens of each shard."""
-    n_slots = sdata.data.word.shape[1]
-    return jnp.arange(n_slots)[None, :] < sdata.num_tokens[:, None]
-
-
-def _state_from_assignments(z: Array, sdata: ShardedData, params: lda.Params) -> lda.State:
-    """Count tables of per-shard topics z [shards, n_max + 1]; padding slots are set to 0 and
-    counted nowhere."""
-    k, v = params.num_topics, sdata.data.word_start.shape[1]
-    real = _real_tokens(sdata)
-    z = jnp.where(real, z, 0).astype(jnp.int32)
-    d_max = sdata.data.doc_start.shape[1]
-    doc_topic = jax.vmap(lambda doc, zz, w: count_table((d_max, k), doc, zz, weights=w))(
-        sdata.data.doc, z, real)
-    words, topics, weights = sdata.data.word.reshape(-1), z.reshape(-1), real.reshape(-1)
-    return lda.State(z=z, doc_topic=doc_topic,
-                     word_topic=count_table((v, k), words, topics, weights=weights),
-                     topic=count_table((k,), topics, weights=weights))
-
-
-def shard_state(state: lda.State, sdata: ShardedData, *, local: bool = False) -> lda.State:
-    """Split an ``lda.State`` in corpus order into the shards of `sdata` (the inverse of
-    ``gather``): per-shard z [shards, n_max + 1] and doc_topic [shards, d_max, K], padded with 0.
-
-    Multi-process: only this process's shards are returned (host arrays for ``place``); `state`
-    is the whole corpus's (a loaded model), or with ``local=True`` this process's documents only.
-    """
-    n_all, d_all = np.asarray(sdata.num_tokens), np.asarray(sdata.num_docs)
-    shards = _local_shards(len(n_all))
-    t0, d0 = np.concatenate([[0], np.cumsum(n_all)]), np.concatenate([[0], np.cumsum(d_all)])
-    base_t, base_d = (t0[shards[0]], d0[shards[0]]) if local else (0, 0)
-    n_slots, d_max = sdata.data.word.shape[1], sdata.data.doc_start.shape[1]
-    z_all, dt_all = np.asarray(state.z), np.asarray(state.doc_topic)
-    z = np.zeros((len(shards), n_slots), np.int32)
-    dt = np.zeros((len(shards), d_max, dt_all.shape[1]), np.int32)
-    for i, s in enumerate(shards):
-        z[i, :n_all[s]] = z_all[t0[s] - base_t:t0[s + 1] - base_t]
-        dt[i, :d_all[s]] = dt_all[d0[s] - base_d:d0[s + 1] - base_d]
-    if jax.process_count() > 1:
-        return lda.State(z, dt, np.asarray(state.word_topic), np.asarray(state.topic))
-    return lda.State(jnp.asarray(z), jnp.asarray(dt), state.word_topic, state.topic)
-
-
 def _local_shards(num_shards: int) -> range:
     """Indices of this process's shards (contiguous: the mesh orders devices by process)."""
     per = num_shards // jax.process_count()
     return range(jax.process_index() * per, (jax.process_index() + 1) * per)
 
 
-def recount(state: lda.State, sdata: ShardedData, params: lda.Params) -> lda.State:
-    """Rebuild every count table of a placed sharded state from its topics z (on the devices;
-    in a multi-process run the global tables are summed over all processes' tokens)."""
-    return jax.jit(_state_from_assignments, static_argnums=2)(state.z, sdata, params)
+def _shard_axis_of(module: ModuleType, state: Any) -> Any:
+    """A State of 0 (per-shard field: leading shard axis) or None (global table), for vmap."""
+    return type(state)(*(0 if _is_sharded(module, f) else None for f in state._fields))
 
 
-def init(key: Array, sdata: ShardedData, params: lda.Params) -> lda.State:
-    """Uniform random topics. The State's z [shards, n_max+1] and doc_topic [shards, d_max, K]
-    carry the shard axis; word_topic [V, K] and topic [K] are the global (replicated) tables."""
-    if params.init != "random":
-        raise ParameterError(f"sharded sweeps support init='random' only, got {params.init!r}")
-    z = jax.random.randint(key, sdata.data.word.shape, 0, params.num_topics)
-    return _state_from_assignments(z, sdata, params)
+def _sum_globals(module: ModuleType, state: Any) -> Any:
+    """Per-shard states stacked on axis 0 -> global tables summed over the shards."""
+    return type(state)(*(x if _is_sharded(module, f) else jnp.sum(x, 0, dtype=x.dtype)
+                         for f, x in zip(state._fields, state)))
 
 
-def sweep(key: Array, state: lda.State, sdata: ShardedData, params: lda.Params,
-          mesh: Mesh) -> tuple[lda.State, lda.SweepInfo]:
-    """One sharded sweep: every shard runs ``lda.sweep(fold_in(key, shard), ...,
+def _init_shards(keys: Array, sdata: ShardedData, params: Any) -> Any:
+    module = sdata.module
+
+    def one(key, data, sizes):
+        return module.recount_shard(module.init(key, data, params), data, params, sizes)
+
+    return _sum_globals(module, jax.vmap(one)(keys, sdata.data, sdata.sizes))
+
+
+def _recount_shards(state: Any, sdata: ShardedData, params: Any) -> Any:
+    module = sdata.module
+    counted = jax.vmap(lambda st, data, sizes: module.recount_shard(st, data, params, sizes),
+                       in_axes=(_shard_axis_of(module, state), 0, 0))(state, sdata.data, sdata.sizes)
+    return _sum_globals(module, counted)
+
+
+def _mesh_of(state: Any) -> Mesh | None:
+    sharding = getattr(state[0], "sharding", None)
+    return sharding.mesh if isinstance(sharding, NamedSharding) else None
+
+
+def _specs(module: ModuleType, state: Any) -> Any:
+    """A State of PartitionSpec: per-shard fields split over the mesh axis, global ones replicated."""
+    return type(state)(*(PartitionSpec(AXIS) if _is_sharded(module, f) else PartitionSpec()
+                         for f in state._fields))
+
+
+def recount(state: Any, sdata: ShardedData, params: Any) -> Any:
+    """Rebuild every count table of a placed sharded state from its latents (``recount_shard`` on
+    every shard; the global tables are summed over the shards, in a multi-process run over all
+    processes' tokens)."""
+    mesh = _mesh_of(state)
+    out = None
+    if mesh is not None:
+        out = jax.tree.map(lambda spec: NamedSharding(mesh, spec), _specs(sdata.module, state))
+    return jax.jit(_recount_shards, static_argnums=2, out_shardings=out)(state, sdata, params)
+
+
+def init(key: Array, sdata: ShardedData, params: Any) -> Any:
+    """The model's ``init`` on every shard (key ``fold_in(key, shard)``; one shard: `key`, so the
+    state is the model's ``init`` of the whole corpus), tables recounted without the padding.
+    Per-shard fields carry the shard axis; the global tables are the sums over the shards."""
+    module = sdata.module
+    inits = getattr(module, "SHARD_INITS", None)
+    if inits is not None and params.init not in inits:
+        raise ParameterError(f"sharded sweeps support init={' or '.join(map(repr, inits))} only, "
+                             f"got {params.init!r}")
+    shards = sdata.num_shards
+    keys = key[None] if shards == 1 else jax.vmap(lambda s: jax.random.fold_in(key, s))(jnp.arange(shards))
+    return jax.jit(_init_shards, static_argnums=2)(keys, sdata, params)
+
+
+def shard_state(state: Any, sdata: ShardedData, *, local: bool = False) -> Any:
+    """Split a model State in corpus order into the shards of `sdata` (the inverse of
+    ``gather``): every per-shard field (``SHARD_FIELDS``) gets the shard axis and its padded
+    shape, padding filled with 0; global tables are kept as they are.
+
+    Multi-process: only this process's shards are returned (host arrays for ``place``); `state`
+    is the whole corpus's (a loaded model), or with ``local=True`` this process's documents only.
+    """
+    module = sdata.module
+    sizes = {k: np.asarray(v) for k, v in sdata.sizes.items()}
+    shards = _local_shards(sdata.num_shards)
+    index = getattr(module, "SHARD_INDEX_FIELDS", {})
+    shapes = dict(sdata.shapes)
+    starts = {k: np.concatenate([[0], np.cumsum(v)]) for k, v in sizes.items()}
+    out = []
+    for f, value in zip(state._fields, state):
+        if not _is_sharded(module, f):
+            out.append(np.asarray(value) if jax.process_count() > 1 else value)
+            continue
+        axis, full = module.SHARD_FIELDS[f], np.asarray(value)
+        t0 = starts[axis]
+        base = t0[shards[0]] if local else 0
+        pieces = np.zeros((len(shards),) + shapes[f], full.dtype)
+        for i, s in enumerate(shards):
+            rows = full[t0[s] - base:t0[s + 1] - base]
+            if f in index:
+                rows = rows - (starts[index[f]][s] - (starts[index[f]][shards[0]] if local else 0))
+            pieces[(i, slice(0, rows.shape[0])) + tuple(slice(0, n) for n in rows.shape[1:])] = \
+                rows[(slice(None),) + tuple(slice(0, n) for n in shapes[f][1:])]
+        out.append(pieces if jax.process_count() > 1 else jnp.asarray(pieces))
+    return type(state)(*out)
+
+
+def _flat(module: ModuleType, state: Any) -> Any:
+    """The per-shard fields with the shard axis merged into their first axis (a global view)."""
+    return type(state)(*(x.reshape((-1,) + x.shape[2:]) if _is_sharded(module, f) else x
+                         for f, x in zip(state._fields, state)))
+
+
+def _unflat(module: ModuleType, state: Any, like: Any) -> Any:
+    return type(state)(*(x.reshape(y.shape[:2] + x.shape[1:]) if _is_sharded(module, f) else x
+                         for f, x, y in zip(state._fields, state, like)))
+
+
+def sweep(key: Array, state: Any, sdata: ShardedData, params: Any, mesh: Mesh) -> tuple[Any, Any]:
+    """One sharded sweep: every shard runs the model's ``sweep(fold_in(key, shard), ...,
     axis_name="shards")`` on its documents (module docstring); with one shard, exactly
-    ``lda.sweep(key, ...)``."""
-    sharded, replicated = PartitionSpec(AXIS), PartitionSpec()
-    state_spec = lda.State(z=sharded, doc_topic=sharded, word_topic=replicated, topic=replicated)
-
+    ``sweep(key, ...)``. Returns (state, the sweep's info over all shards)."""
+    module = sdata.module
+    specs = _specs(module, state)
     one_shard = mesh.shape[AXIS] == 1
 
     def local(key, state, data):
         shard_key = key if one_shard else jax.random.fold_in(key, jax.lax.axis_index(AXIS))
-        mine = lda.State(state.z[0], state.doc_topic[0], state.word_topic, state.topic)
-        mine, info = lda.sweep(shard_key, mine,
-                               jax.tree.map(lambda a: a[0], data), params, axis_name=AXIS)
-        changed = jax.lax.psum(info.changed, AXIS)
-        return lda.State(mine.z[None], mine.doc_topic[None], mine.word_topic, mine.topic), changed
+        mine = type(state)(*(x[0] if _is_sharded(module, f) else x
+                             for f, x in zip(state._fields, state)))
+        mine, info = module.sweep(shard_key, mine, jax.tree.map(lambda a: a[0], data), params,
+                                  axis_name=AXIS)
+        return type(mine)(*(x[None] if _is_sharded(module, f) else x
+                            for f, x in zip(mine._fields, mine))), info
 
-    run = _shard_map(local, mesh=mesh, in_specs=(replicated, state_spec, sharded),
-                     out_specs=(state_spec, replicated), check_vma=False)
-    state, changed = run(key, state, sdata.data)
-    return state, lda.SweepInfo(changed)
-
-
-def log_joint(state: lda.State, sdata: ShardedData, params: lda.Params) -> Array:
-    """Collapsed log p(w, z) of the whole corpus (padding documents are empty and add 0)."""
-    k = params.num_topics
-    flat = lda.State(state.z, state.doc_topic.reshape(-1, k), state.word_topic, state.topic)
-    return lda.log_joint(flat, None, params)
+    run = _shard_map(local, mesh=mesh, in_specs=(PartitionSpec(), specs, PartitionSpec(AXIS)),
+                     out_specs=(specs, PartitionSpec()), check_vma=False)
+    return run(key, state, sdata.data)
 
 
-def gather(state: lda.State, sdata: ShardedData) -> lda.State:
-    """The global ``lda.State`` in corpus order (host-side concatenation of the shards; in a
-    multi-process run every process receives all shards)."""
+def log_joint(state: Any, sdata: ShardedData, params: Any) -> Array:
+    """The model's collapsed log joint of the whole corpus, from the per-shard tables stacked
+    (padding rows are empty and add 0) and the global tables."""
+    return sdata.module.log_joint(_flat(sdata.module, state), None, params)
+
+
+def gather(state: Any, sdata: ShardedData) -> Any:
+    """The global State in corpus order (host-side concatenation of the shards' real rows, then
+    the dummy rows the model's layout ends with; in a multi-process run every process receives
+    all shards)."""
+    module = sdata.module
     host = _host_value
-    n, d = host(sdata.num_tokens), host(sdata.num_docs)
-    z, dt = host(state.z), host(state.doc_topic)
-    word_topic, topic = jnp.asarray(host(state.word_topic)), jnp.asarray(host(state.topic))
-    z_all = np.concatenate([z[s, :n[s]] for s in range(len(n))] + [np.zeros(1, np.int32)])
-    doc_topic = np.concatenate([dt[s, :d[s]] for s in range(len(d))])
-    return lda.State(jnp.asarray(z_all), jnp.asarray(doc_topic), word_topic, topic)
+    sizes = {k: host(v) for k, v in sdata.sizes.items()}
+    starts = {k: np.concatenate([[0], np.cumsum(v)]) for k, v in sizes.items()}
+    index = getattr(module, "SHARD_INDEX_FIELDS", {})
+    out = []
+    for f, value in zip(state._fields, state):
+        x = host(value)
+        if not _is_sharded(module, f):
+            out.append(jnp.asarray(x))
+            continue
+        n = sizes[module.SHARD_FIELDS[f]]
+        top = int(n.max())
+        rows = [x[s, :n[s]] + (starts[index[f]][s] if f in index else 0) for s in range(len(n))]
+        out.append(jnp.asarray(np.concatenate(rows + [x[-1, top:]]).astype(x.dtype)))
+    return type(state)(*out)
 
 
 def _identity(x):
@@ -369,41 +479,65 @@ def _host_value(x: Array) -> np.ndarray:
     return np.asarray(x.addressable_data(0))
 
 
-def place(state: lda.State, sdata: ShardedData, mesh: Mesh) -> tuple[lda.State, ShardedData]:
+def place(state: Any, sdata: ShardedData, mesh: Mesh) -> tuple[Any, ShardedData]:
     """Put the shard axis of `state` and `sdata` on the mesh devices, the global tables on all.
 
     Multi-process: `state` and `sdata` hold this process's shards (host arrays); the global
     arrays are assembled from every process's part (``make_array_from_process_local_data``)."""
+    module = sdata.module
     sharded, replicated = NamedSharding(mesh, PartitionSpec(AXIS)), NamedSharding(mesh, PartitionSpec())
+    where = [sharded if _is_sharded(module, f) else replicated for f in state._fields]
     if jax.process_count() > 1:
-        shards = sdata.num_tokens.shape[0]
+        shards = sdata.num_shards
 
         def put(x, where):
             x = np.asarray(x)
             shape = x.shape if where is replicated else (shards,) + x.shape[1:]
             return jax.make_array_from_process_local_data(where, x, shape)
-        state = lda.State(put(state.z, sharded), put(state.doc_topic, sharded),
-                          put(state.word_topic, replicated), put(state.topic, replicated))
-        sdata = ShardedData(jax.tree.map(lambda a: put(a, sharded), sdata.data),
-                            put(sdata.num_tokens, replicated), put(sdata.num_docs, replicated))
-        return state, sdata
-    state = lda.State(jax.device_put(state.z, sharded), jax.device_put(state.doc_topic, sharded),
-                      jax.device_put(state.word_topic, replicated), jax.device_put(state.topic, replicated))
-    sdata = ShardedData(jax.device_put(sdata.data, sharded), jax.device_put(sdata.num_tokens, replicated),
-                        jax.device_put(sdata.num_docs, replicated))
+    else:
+        put = jax.device_put
+    state = type(state)(*(put(x, w) for x, w in zip(state, where)))
+    sdata = ShardedData(jax.tree.map(lambda a: put(a, sharded), sdata.data),
+                        {k: put(v, replicated) for k, v in sdata.sizes.items()},
+                        sdata.module, sdata.shapes)
     return state, sdata
 
 
 @dataclass(frozen=True)
-class ShardedLDA:
-    """``models.lda``'s ``sweep`` / ``log_joint`` bound to a mesh, in the signature the driver
-    (``fit.run_sweeps``) calls: a drop-in model for sharded states and ``ShardedData``."""
+class Sharded:
+    """A model module's ``sweep`` / ``log_joint`` (and ``grow``, where it has one) bound to a
+    mesh, in the signature the driver (``fit.run_sweeps``) calls: a drop-in model for sharded
+    states and ``ShardedData``."""
 
+    module: ModuleType
     mesh: Mesh
 
-    def sweep(self, key: Array, state: lda.State, sdata: ShardedData,
-              params: lda.Params) -> tuple[lda.State, lda.SweepInfo]:
+    def sweep(self, key: Array, state: Any, sdata: ShardedData, params: Any) -> tuple[Any, Any]:
         return sweep(key, state, sdata, params, self.mesh)
 
-    def log_joint(self, state: lda.State, sdata: ShardedData, params: lda.Params) -> Array:
+    def log_joint(self, state: Any, sdata: ShardedData, params: Any) -> Array:
         return log_joint(state, sdata, params)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "grow" and hasattr(self.module, "grow"):
+            return self._grow
+        raise AttributeError(name)
+
+    def _grow(self, state: Any, sdata: ShardedData, params: Any) -> Any:
+        """The model's ``grow`` (more capacity in the global tables) of the global view of the
+        sharded state, on the devices, with the state's layout kept."""
+        shardings = jax.tree.map(lambda spec: NamedSharding(self.mesh, spec),
+                                 _specs(self.module, state))
+        return jax.jit(_grow_flat, static_argnums=(0, 3), out_shardings=shardings)(
+            self.module, state, sdata, params)
+
+
+def _grow_flat(module: ModuleType, state: Any, sdata: ShardedData, params: Any) -> Any:
+    return _unflat(module, module.grow(_flat(module, state), sdata, params), state)
+
+
+class ShardedLDA(Sharded):
+    """``Sharded(models.lda, mesh)``."""
+
+    def __init__(self, mesh: Mesh):
+        super().__init__(lda, mesh)

@@ -213,10 +213,11 @@ class FittedModel:
 
         Bitwise identical to having run all sweeps at once (with the same `devices`). `corpus`
         must be the one the model was fitted on (checked by fingerprint). `devices`: shard the
-        documents over the first `devices` devices (``jaxtopics.distributed``; models whose
-        kernel can be sharded); ``"auto"`` uses every device of ``jax.devices()`` when the
-        model's kernel can be sharded, else one (``resolve_devices``); None runs on the default
-        device.
+        documents over the first `devices` devices (``jaxtopics.distributed``: the model's
+        ``parallel`` kernel, for every model whose module is ``SHARDABLE``: LDA, Sentence-LDA,
+        PTM, DMM, DPMM; HDP and DP-MRM are refused); ``"auto"`` uses every device of
+        ``jax.devices()`` when the model's kernel can be sharded, else one
+        (``resolve_devices``); None runs on the default device.
         """
         _check_same_corpus(self, corpus)
         if self._data is None and jax.process_count() == 1:
@@ -262,14 +263,14 @@ class FittedModel:
         if not isinstance(devices, (int, np.integer)) or isinstance(devices, bool) or devices < 1:
             raise ParameterError(f"devices must be a positive integer, got {devices!r}")
         mesh = distributed.make_mesh(devices)
-        sdata = distributed.prepare(corpus, self.params, devices)
+        sdata = distributed.prepare(corpus, self.params, devices, module=self._module)
         local = self.__dict__.get("_local_state", False)     # a multi-process fit's own init
         state, sdata = distributed.place(distributed.shard_state(self._state, sdata, local=local),
                                          sdata, mesh)
         if jax.process_count() > 1:
             state = distributed.recount(state, sdata, self.params)   # global tables over processes
         self.__dict__["_local_state"] = False
-        return (distributed.ShardedLDA(mesh), sdata, state,
+        return (distributed.Sharded(self._module, mesh), sdata, state,
                 lambda st: distributed.gather(st, sdata))
 
     def transform(self, docs: Corpus | Iterable[str], num_sweeps: int = 50,
@@ -433,9 +434,11 @@ class _Estimator:
 
         With `checkpoint_path`, the model is saved (atomically) every `checkpoint_every` sweeps
         (default: every eval) so a killed run can continue with ``load(path).resume(corpus, ...)``.
-        `devices=P` shards the documents over P devices (``jaxtopics.distributed``): the same
-        blocked sweep with its draws split P ways; the chain differs from the one-device chain of
-        the same seed (each shard draws its own uniforms) but is reproducible for a given P.
+        `devices=P` shards the documents over P devices (``jaxtopics.distributed``; the
+        ``parallel`` sampler of any model with a sharded kernel: all but HDP and DP-MRM): the
+        same blocked sweep with its draws split P ways; the chain differs from the one-device
+        chain of the same seed (each shard draws its own uniforms) but is reproducible for a
+        given P, and ``devices=1`` is the default run.
         ``devices="auto"``: every device of ``jax.devices()`` when this model's kernel can be
         sharded (on a CPU, first split it: ``jax.config.update("jax_num_cpu_devices",
         os.cpu_count())``), else one device.
@@ -724,15 +727,14 @@ def resolve_devices(module, params: NamedTuple, corpus: Corpus,
         return devices
     if devices != "auto":
         raise ParameterError(f"devices must be a positive integer, 'auto' or None, got {devices!r}")
-    refusal = getattr(module, "shard_refusal", lambda p: None)(params)
-    if not getattr(module, "SHARDABLE", False) or refusal:
+    from .distributed import balanced_ranges, shard_refusal
+    refusal = shard_refusal(module, params)
+    if refusal:
         if jax.process_count() > 1:
-            raise ParameterError(f"a multi-process fit is sharded, which this model cannot do"
-                                 f"{': ' + refusal if refusal else ''}")
+            raise ParameterError(f"a multi-process fit is sharded, which this one cannot be: {refusal}")
         return None
     if jax.process_count() > 1:
         return jax.device_count()
-    from .distributed import balanced_ranges
     lengths = np.asarray(corpus.doc_lengths)
     for n in range(min(jax.device_count(), corpus.num_docs), 1, -1):
         ends = np.concatenate([[0], np.cumsum(lengths)])[balanced_ranges(lengths, n)]

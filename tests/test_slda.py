@@ -133,9 +133,9 @@ def test_bad_parameters_are_refused(kwargs, field: str) -> None:
         jt.SentenceLDA(**args)
 
 
-def test_sharding_is_refused_with_a_clear_error() -> None:
-    with pytest.raises(ParameterError, match="no sharded kernel"):
-        jt.SentenceLDA(3).fit(_corpus(), num_sweeps=1, devices=2)
+def test_sharding_needs_the_parallel_kernel() -> None:
+    with pytest.raises(ParameterError, match="'parallel' kernel"):
+        jt.SentenceLDA(3, sampler="sequential").fit(_corpus(), num_sweeps=1, devices=2)
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:

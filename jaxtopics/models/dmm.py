@@ -49,8 +49,11 @@ from ..ops import (
     categorical_logits,
     chunked_map,
     dirichlet_multinomial_log_evidence,
+    exchange,
     grouped_counts,
     move_counts,
+    pad_array,
+    pad_blocks,
     strided_blocks,
 )
 
@@ -58,12 +61,17 @@ __all__ = [
     "Params", "State", "Data", "SweepInfo", "SAMPLERS",
     "check_params", "prepare", "init", "state_from_assignments", "sweep", "log_joint",
     "estimate", "fold_in", "assignments", "rebuild", "blocked_sweep", "doc_log_predictive",
-    "prior_log_weight", "MAX_TABLE_CELLS",
+    "prior_log_weight", "MAX_TABLE_CELLS", "shard_sizes", "pad_shard", "recount_shard",
 ]
 
 SAMPLERS = ("parallel", "sequential")
 #: the word-cluster table [V, K] must hold fewer cells than this (int32 flat indices; 8 GiB)
 MAX_TABLE_CELLS = 2**31 - 1
+#: ``jaxtopics.distributed`` can shard this model's ``parallel`` kernel over devices
+SHARDABLE = True
+#: per-shard State fields (along the shard's documents); cluster_docs, word_cluster and
+#: cluster_tokens are the global tables
+SHARD_FIELDS = {"z": "docs", "doc_items": "docs", "doc_counts": "docs"}
 
 
 class Params(NamedTuple):
@@ -247,16 +255,23 @@ def empty_log_predictive(counts: Array, length: Array, beta: float, v: int,
 
 
 def move_documents(state: State, docs: Array, items: Array, counts: Array, length: Array,
-                   old: Array, new: Array, valid: Array) -> State:
+                   old: Array, new: Array, valid: Array, axis_name: str | None = None,
+                   own: Array | None = None) -> State:
     """Move documents `docs` from clusters `old` to `new` (valid=False: padding, no move).
-    ``old = -1``: the document is in no cluster yet (DPMM's incremental start) and only joins."""
+    ``old = -1``: the document is in no cluster yet (DPMM's incremental start) and only joins.
+
+    `axis_name` (a sharded sweep): the global tables take the moves of every shard
+    (``ops.exchange``), z only this shard's. `own` (default all True): False for a document of
+    another shard whose moves this shard applies to its tables but not to z."""
+    z_valid = valid if own is None else valid & own
+    state = state._replace(z=state.z.at[docs].set(jnp.where(z_valid, new, state.z[docs])))
     w = valid.astype(jnp.int32)
     r = w * (old >= 0)
+    items, counts, length, old, new, w, r = exchange(axis_name, items, counts, length, old, new, w, r)
     old = jnp.maximum(old, 0)
     m = items.shape[-1]
     wc = counts * w[:, None]
     return state._replace(
-        z=state.z.at[docs].set(jnp.where(valid, new, state.z[docs])),
         cluster_docs=move_counts(state.cluster_docs, None, old, new, w, r),
         cluster_tokens=move_counts(state.cluster_tokens, None, old, new, w * length, r * length),
         word_cluster=move_counts(state.word_cluster, items.reshape(-1), jnp.repeat(old, m),
@@ -310,8 +325,10 @@ def prior_log_weight(others: Array, params: Params) -> Array:
     return jnp.log(others.astype(jnp.float32) + params.alpha)
 
 
-def _settle(st: State, docs, items, counts, length, old, valid, u, data: Data, params: Params):
-    """One DMM block: every document draws from (24) against the block-start counts."""
+def _settle(st: State, docs, items, counts, length, old, valid, u, data: Data, params: Params,
+            axis_name: str | None = None):
+    """One DMM block: every document draws from (24) against the block-start counts (the global
+    tables then take the moves of every shard of a sharded sweep)."""
     b = params.beta
     cmax = data.count_range.shape[0]
 
@@ -322,15 +339,66 @@ def _settle(st: State, docs, items, counts, length, old, valid, u, data: Data, p
         return categorical_logits(uc, prior + doc_log_predictive(st, it, cn, ln, ol, b, cmax))
 
     new = chunked_map(draw, (u[0], items, counts, length, old), chunk_docs(params, data))
-    st = move_documents(st, docs, items, counts, length, old, new, valid)
+    st = move_documents(st, docs, items, counts, length, old, new, valid, axis_name)
     return st, jnp.sum(valid & (new != old), dtype=jnp.int32), jnp.bool_(False)
 
 
-def sweep(key: Array, state: State, data: Data, params: Params) -> tuple[State, SweepInfo]:
+def sweep(key: Array, state: State, data: Data, params: Params,
+          axis_name: str | None = None) -> tuple[State, SweepInfo]:
     """One sweep of the kernel ``params.sampler`` (the layout of `data` was made for it by
-    ``prepare``); pure and jit/vmap-able (params static)."""
-    state, changed, _ = blocked_sweep(key, state, data, params, _settle)
-    return state, SweepInfo(changed)
+    ``prepare``); pure and jit/vmap-able (params static).
+
+    `axis_name`: inside ``shard_map`` over documents (``jaxtopics.distributed``), the mapped
+    axis; every block's moves of the global tables are exchanged between the shards, so the
+    sharded sweep is the blocked sweep whose block b is the union of the shards' blocks b."""
+    if axis_name is None:
+        state, changed, _ = blocked_sweep(key, state, data, params, _settle)
+        return state, SweepInfo(changed)
+    check_shard_params(params)
+    state, changed, _ = blocked_sweep(key, state, data, params,
+                                      partial(_settle, axis_name=axis_name))
+    return state, SweepInfo(jax.lax.psum(changed, axis_name))
+
+
+# --------------------------------------------------------------------------------------------
+# sharding hooks (``jaxtopics.distributed``), shared with DPMM
+
+
+def check_shard_params(params: NamedTuple) -> None:
+    """Sharded sweeps run the parallel kernel."""
+    if params.sampler != "parallel":
+        raise ParameterError(f"sharded sweeps (axis_name) run the 'parallel' kernel, got "
+                             f"sampler={params.sampler!r}")
+
+
+def shard_sizes(data: Data) -> dict[str, int]:
+    """The sizes of a shard's layout: documents, distinct-word slots, largest multiplicity and
+    the blocks' [B, C] shape."""
+    d, m, _ = _sizes(data)
+    b, c = data.blocks.shape
+    return {"docs": d, "width": m, "max_count": data.count_range.shape[0], "blocks": b,
+            "block_width": c}
+
+
+def pad_shard(data: Data, sizes: dict[str, int]) -> Data:
+    """A shard's Data padded to ``sizes``: padding documents (d..d_max-1) are empty and in no
+    block, the dummy row moves to d_max, the word slots widen to ``width`` (word 0, count 0)."""
+    d = data.items.shape[0] - 1
+    d_max, m = sizes["docs"], sizes["width"]
+    blocks, valid = pad_blocks(data.blocks, data.valid, d, d_max, sizes["blocks"], sizes["block_width"])
+    return Data(items=pad_array(data.items, (d_max + 1, m), rows=d),
+                counts=pad_array(data.counts, (d_max + 1, m), rows=d),
+                length=pad_array(data.length, (d_max + 1,), rows=d), blocks=blocks, valid=valid,
+                count_range=np.arange(sizes["max_count"], dtype=np.int32),
+                word_freq=np.asarray(data.word_freq))
+
+
+def recount_shard(state: State, data: Data, params: NamedTuple, sizes: dict) -> State:
+    """A shard's tables recounted from z; padding documents (>= sizes["docs"]) get z = -1 (in no
+    cluster, counted nowhere). The capacity is the state's."""
+    d = data.items.shape[0] - 1
+    z = jnp.where(jnp.arange(d) < sizes["docs"], state.z[:d], -1)
+    return state_from_assignments(z, data, params, state.cluster_docs.shape[0])
 
 
 # --------------------------------------------------------------------------------------------

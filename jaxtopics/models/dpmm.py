@@ -60,6 +60,7 @@ from ..ops import (
     categorical_logits,
     chunked_map,
     dirichlet_multinomial_log_evidence,
+    exchange,
     log_rising_factorial,
 )
 from . import dmm
@@ -74,6 +75,11 @@ from .dmm import (
     prepare_layout,
     state_from_assignments,
 )
+from .dmm import SHARD_FIELDS, check_shard_params, pad_shard, recount_shard, shard_sizes  # noqa: F401
+
+#: ``jaxtopics.distributed`` can shard this model's ``parallel`` kernel over devices (the hooks
+#: are DMM's: the same layout and state)
+SHARDABLE = True
 
 __all__ = [
     "Params", "State", "Data", "SweepInfo", "SAMPLERS",
@@ -160,9 +166,15 @@ def init(key: Array, data: Data, params: Params) -> State:
 # kernel
 
 
-def _settle(st: State, docs, items, counts, length, old, valid, u, data: Data, params: Params):
+def _settle(st: State, docs, items, counts, length, old, valid, u, data: Data, params: Params,
+            axis_name: str | None = None):
     """One block: stale draws from (31)/(32), moves to existing clusters, then the documents
-    that chose "new" or had no cluster yet settled one after another (module docstring)."""
+    that chose "new" or had no cluster yet settled one after another (module docstring).
+
+    Sharded (`axis_name`): the moves to existing clusters are exchanged (``ops.exchange``); the
+    documents to settle of every shard are gathered, and every shard runs the same sequential
+    pass over all of them (shard order, then block order) on its copy of the global tables, so
+    the copies agree and slots are opened once; each shard writes z of its own documents only."""
     a, b = params.alpha, params.beta
     cap = st.cluster_docs.shape[0]
     v = st.word_cluster.shape[0]
@@ -183,8 +195,17 @@ def _settle(st: State, docs, items, counts, length, old, valid, u, data: Data, p
     # documents without a cluster yet (the "incremental" start) are all seated in the pass below
     later = valid & ((choice == cap) | (old < 0))
     st = move_documents(st, docs, items, counts, length, old, jnp.where(later, old, choice),
-                        valid & ~later)
+                        valid & ~later, axis_name)
     moved = jnp.sum(valid & ~later & (choice != old), dtype=jnp.int32)
+    own = None
+    if axis_name is not None:
+        moved = jax.lax.psum(moved, axis_name)
+        mine = jnp.full(docs.shape, jax.lax.axis_index(axis_name))
+        docs, items, counts, length, old, later, u1, mine = exchange(
+            axis_name, docs, items, counts, length, old, later, u[1], mine)
+        own = mine == jax.lax.axis_index(axis_name)
+    else:
+        u1 = u[1]
 
     # In block order: a document that chose "new" picks among the clusters opened so far in this
     # pass (31) and a brand-new one (32); a document without a cluster among all clusters and a
@@ -195,21 +216,21 @@ def _settle(st: State, docs, items, counts, length, old, valid, u, data: Data, p
     def settle_one(carry):
         i, st, opened, changed, overflow = carry
         j = order[i]
-        doc, it, cn, ln, ol = docs[j], items[j], counts[j], length[j], st.z[docs[j]]
+        doc, it, cn, ln, ol = docs[j], items[j], counts[j], length[j], old[j]   # ol: not moved yet
         allowed = opened | ((ol < 0) & (st.cluster_docs > 0))          # never `ol` itself
         join = jnp.where(allowed,
                          jnp.log(jnp.maximum(st.cluster_docs, 1).astype(jnp.float32))
                          + block_log_predictive(st.word_cluster[it], cn, st.cluster_tokens, ln,
                                                 b, v * b, max_count=cmax), -jnp.inf)
         new = log_alpha + empty_log_predictive(cn, ln, b, v, cmax)
-        pick = categorical_logits(u[1, j][None], jnp.append(join, new)[None])[0]
+        pick = categorical_logits(u1[j][None], jnp.append(join, new)[None])[0]
         free = (st.cluster_docs - (slots == ol)) == 0                 # after leaving `ol`
         opens = pick == cap
         lost = opens & ~jnp.any(free)                                  # no slot: overflow
         target = jnp.where(opens, jnp.argmax(free).astype(jnp.int32), pick)
         target = jnp.where(lost, ol, target)
         st = move_documents(st, doc[None], it[None], cn[None], ln[None], ol[None], target[None],
-                            (target != ol)[None])
+                            (target != ol)[None], own=None if own is None else own[j][None])
         opened = opened | ((slots == target) & opens & ~lost)
         return (i + 1, st, opened, changed + (target != ol).astype(jnp.int32), overflow | lost)
 
@@ -219,9 +240,18 @@ def _settle(st: State, docs, items, counts, length, old, valid, u, data: Data, p
     return st, moved + changed_later, overflow
 
 
-def sweep(key: Array, state: State, data: Data, params: Params) -> tuple[State, SweepInfo]:
-    """One sweep of the kernel ``params.sampler``; pure and jit/vmap-able (params static)."""
-    state, changed, overflow = blocked_sweep(key, state, data, params, _settle, uniforms_per_doc=2)
+def sweep(key: Array, state: State, data: Data, params: Params,
+          axis_name: str | None = None) -> tuple[State, SweepInfo]:
+    """One sweep of the kernel ``params.sampler``; pure and jit/vmap-able (params static).
+
+    `axis_name`: inside ``shard_map`` over documents (``jaxtopics.distributed``), the mapped
+    axis (``_settle``: the sharded sweep is the blocked sweep whose block b is the union of the
+    shards' blocks b); the info is the whole sweep's, equal on every shard."""
+    settle = _settle
+    if axis_name is not None:
+        check_shard_params(params)
+        settle = partial(_settle, axis_name=axis_name)
+    state, changed, overflow = blocked_sweep(key, state, data, params, settle, uniforms_per_doc=2)
     return state, SweepInfo(changed, overflow, jnp.sum(state.cluster_docs > 0, dtype=jnp.int32))
 
 

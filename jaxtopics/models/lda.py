@@ -41,9 +41,12 @@ from ..ops import (
     collapsed_topic_draw,
     count_table,
     dirichlet_multinomial_log_evidence,
+    exchange,
     log_dirichlet,
     mh_accept,
     move_counts,
+    pad_array,
+    pad_blocks,
     propose_from_members,
     strided_blocks,
     table_cells,
@@ -53,11 +56,16 @@ __all__ = [
     "Params", "State", "Data", "SweepInfo", "SAMPLERS",
     "check_params", "state_shapes", "check_state", "prepare", "init", "state_from_assignments",
     "sweep", "log_joint", "estimate", "fold_in", "assignments", "rebuild",
+    "shard_sizes", "pad_shard", "recount_shard", "check_shard_params",
 ]
 
 SAMPLERS = ("parallel", "sequential", "uncollapsed")
 #: ``jaxtopics.distributed`` can shard this model's ``parallel`` kernel over devices
 SHARDABLE = True
+#: per-shard State fields and the axis each runs along; word_topic and topic are global
+SHARD_FIELDS = {"z": "tokens", "doc_topic": "docs"}
+#: the ``init`` settings ``distributed.init`` supports (the facade shards any initial state)
+SHARD_INITS = ("random",)
 #: parameters added after model files of format 2 were written (their default is what older
 #: files ran with); every other parameter must be in a model file
 PARAMS_ADDED_LATER = ("sync_every",)
@@ -154,14 +162,6 @@ def check_params(params: Params) -> Params:
              for name, low in (("num_blocks", 1), ("mh_steps", 0), ("chunk_size", 1),
                                ("sync_every", 1))}
     return params._replace(num_topics=k, alpha=alpha, beta=beta, **sizes)
-
-
-def shard_refusal(params: Params) -> str | None:
-    """Why a fit with these params cannot run sharded (``jaxtopics.distributed``); None if it can."""
-    if params.sampler != "parallel" or params.mh_steps != 0:
-        return ("sharded sweeps run the 'parallel' kernel with exact draws (mh_steps=0), "
-                f"got sampler={params.sampler!r}, mh_steps={params.mh_steps}")
-    return None
 
 
 def state_shapes(params: Params, num_tokens: int, num_docs: int, num_words: int) -> State:
@@ -281,14 +281,12 @@ def _apply_moves(state: State, pos: Array, doc: Array, word: Array, old: Array, 
     """Move tokens `pos` from topics `old` to `new` (padding slots have valid=False).
 
     With `axis_name` (documents sharded over that mapped axis) the word-topic and topic moves of
-    every shard are gathered and applied to each shard's copy of those tables, so the copies stay
-    equal; the document-topic moves stay local."""
+    every shard are gathered (``ops.exchange``) and applied to each shard's copy of those tables,
+    so the copies stay equal; the document-topic moves stay local."""
     weight = valid.astype(jnp.int32)
     z = state.z.at[pos].set(jnp.where(valid, new, 0))
     doc_topic = move_counts(state.doc_topic, doc, old, new, weight)
-    if axis_name is not None:
-        word, old, new, weight = (jax.lax.all_gather(x, axis_name, tiled=True)
-                                  for x in (word, old, new, weight))
+    word, old, new, weight = exchange(axis_name, word, old, new, weight)
     return State(z=z, doc_topic=doc_topic,
                  word_topic=move_counts(state.word_topic, word, old, new, weight),
                  topic=move_counts(state.topic, None, old, new, weight))
@@ -457,10 +455,58 @@ def sweep(key: Array, state: State, data: Data, params: Params,
     """
     if axis_name is None:
         return _KERNELS[params.sampler](key, state, data, params)
+    check_shard_params(params)
+    state, info = _parallel_sweep(key, state, data, params, axis_name)
+    return state, SweepInfo(jax.lax.psum(info.changed, axis_name))
+
+
+# --------------------------------------------------------------------------------------------
+# sharding hooks (``jaxtopics.distributed``)
+
+
+def check_shard_params(params: Params) -> None:
+    """Sharded sweeps run the parallel kernel with exact draws: MH proposals would draw from a
+    shard's own tokens, not from the whole corpus."""
     if params.sampler != "parallel" or params.mh_steps != 0:
         raise ParameterError("sharded sweeps (axis_name) run the 'parallel' kernel with exact draws "
                              f"(mh_steps=0), got sampler={params.sampler!r}, mh_steps={params.mh_steps}")
-    return _parallel_sweep(key, state, data, params, axis_name)
+
+
+def shard_sizes(data: Data) -> dict[str, int]:
+    """The sizes of a shard's layout: tokens, documents and the blocks' [B, C] shape."""
+    n, d, _ = _sizes(data)
+    b, c = data.blocks.shape
+    return {"tokens": n, "docs": d, "blocks": b, "block_width": c}
+
+
+def pad_shard(data: Data, sizes: dict[str, int]) -> Data:
+    """A shard's Data padded to ``sizes`` (tokens, docs, blocks, block_width); the dummy slot moves
+    from n to n_max, padding tokens (n..n_max-1, word 0 of document 0) are in no block, padding
+    documents are empty."""
+    n = data.word.shape[0] - 1
+    n_max, d_max = sizes["tokens"], sizes["docs"]
+
+    def tokens(a):
+        return pad_array(a, (n_max + 1,), rows=n)
+
+    blocks, valid = pad_blocks(data.blocks, data.valid, n, n_max, sizes["blocks"], sizes["block_width"])
+    return Data(word=tokens(data.word), doc=tokens(data.doc),
+                doc_start=pad_array(data.doc_start, (d_max,)), doc_len=pad_array(data.doc_len, (d_max,)),
+                word_members=pad_array(data.word_members, (n_max,), n_max),
+                word_start=np.asarray(data.word_start), word_len=np.asarray(data.word_len),
+                word_rank=tokens(data.word_rank), blocks=blocks, valid=valid)
+
+
+def recount_shard(state: State, data: Data, params: Params, sizes: dict) -> State:
+    """A shard's tables recounted from z, padding tokens (slots >= sizes["tokens"]) set to 0 and
+    counted nowhere; word_topic and topic are this shard's part of the global tables."""
+    _, d, v = _sizes(data)
+    k = params.num_topics
+    real = jnp.arange(data.word.shape[0]) < sizes["tokens"]
+    z = jnp.where(real, state.z, 0).astype(jnp.int32)
+    return State(z=z, doc_topic=count_table((d, k), data.doc, z, weights=real),
+                 word_topic=count_table((v, k), data.word, z, weights=real),
+                 topic=count_table((k,), z, weights=real))
 
 
 # --------------------------------------------------------------------------------------------

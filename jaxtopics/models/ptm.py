@@ -52,8 +52,11 @@ from ..ops import (
     collapsed_topic_draw,
     count_table,
     dirichlet_multinomial_log_evidence,
+    exchange,
     move_counts,
     move_rows,
+    pad_array,
+    pad_blocks,
     repeat_ranks,
     strided_blocks,
     token_log_predictive,
@@ -62,10 +65,15 @@ from ..ops import (
 __all__ = [
     "Params", "State", "Data", "SweepInfo", "SAMPLERS",
     "check_params", "prepare", "init", "state_from_assignments", "sweep", "log_joint",
-    "estimate", "fold_in", "assignments", "rebuild",
+    "estimate", "fold_in", "assignments", "rebuild", "shard_sizes", "pad_shard", "recount_shard",
 ]
 
 SAMPLERS = ("parallel", "sequential")
+#: ``jaxtopics.distributed`` can shard this model's ``parallel`` kernel over devices
+SHARDABLE = True
+#: per-shard State fields and their axis; pseudo_topic, pseudo_docs, word_topic and topic are
+#: global (a pseudo-document's documents may live on any shard)
+SHARD_FIELDS = {"z": "tokens", "pseudo": "docs", "doc_topic": "docs"}
 
 # float32 must hold a concentration and its products with K, P, V without under/overflow
 _MIN_CONC, _MAX_CONC = 1e-30, 1e30
@@ -197,18 +205,23 @@ def _sizes(data: Data) -> tuple[int, int, int]:
     return data.word.shape[0] - 1, data.doc_start.shape[0], data.word_freq.shape[0]
 
 
-def state_from_assignments(z: Array, pseudo: Array, data: Data, params: Params) -> State:
-    """Build the count tables for given topics z [N] and pseudo-documents `pseudo` [D]."""
+def state_from_assignments(z: Array, pseudo: Array, data: Data, params: Params,
+                           real_tokens: Array | None = None, real_docs: Array | None = None) -> State:
+    """Build the count tables for given topics z [N] and pseudo-documents `pseudo` [D].
+    `real_tokens` [N], `real_docs` [D] bool: count only these (a padded shard's layout)."""
     n, d, v = _sizes(data)
     k, p = params.num_topics, params.num_pseudo_docs
     z = jnp.asarray(z, jnp.int32)
     pseudo = jnp.asarray(pseudo, jnp.int32)
     doc = data.doc[:n]
+    w = real_tokens
     return State(
         z=jnp.append(z, 0).astype(jnp.int32), pseudo=pseudo,
-        pseudo_topic=count_table((p, k), pseudo[doc], z), pseudo_docs=count_table((p,), pseudo),
-        doc_topic=count_table((d, k), doc, z), word_topic=count_table((v, k), data.word[:n], z),
-        topic=count_table((k,), z))
+        pseudo_topic=count_table((p, k), pseudo[doc], z, weights=w),
+        pseudo_docs=count_table((p,), pseudo, weights=real_docs),
+        doc_topic=count_table((d, k), doc, z, weights=w),
+        word_topic=count_table((v, k), data.word[:n], z, weights=w),
+        topic=count_table((k,), z, weights=w))
 
 
 def init(key: Array, data: Data, params: Params) -> State:
@@ -260,13 +273,16 @@ def _draw_pseudo(u: Array, docs: Array, valid: Array, state: State, data: Data,
     return categorical_logits(u, logits)
 
 
-def _move_docs(state: State, docs: Array, old: Array, new: Array, valid: Array) -> State:
-    """Documents `docs` change pseudo-document from `old` to `new` (padding: valid False)."""
+def _move_docs(state: State, docs: Array, old: Array, new: Array, valid: Array,
+               axis_name: str | None = None) -> State:
+    """Documents `docs` change pseudo-document from `old` to `new` (padding: valid False).
+    `axis_name` (a sharded sweep): the pseudo-document tables take every shard's moves."""
     w = valid.astype(jnp.int32)
-    return state._replace(
-        pseudo=state.pseudo.at[docs].set(jnp.where(valid, new, old), mode="drop"),
-        pseudo_topic=move_rows(state.pseudo_topic, old, new, state.doc_topic[docs] * w[:, None]),
-        pseudo_docs=move_rows(state.pseudo_docs, old, new, w))
+    amount = state.doc_topic[docs] * w[:, None]
+    pseudo = state.pseudo.at[docs].set(jnp.where(valid, new, old), mode="drop")
+    old, new, amount, w = exchange(axis_name, old, new, amount, w)
+    return state._replace(pseudo=pseudo, pseudo_topic=move_rows(state.pseudo_topic, old, new, amount),
+                          pseudo_docs=move_rows(state.pseudo_docs, old, new, w))
 
 
 def _doc_chunk(data: Data, params: Params) -> int:
@@ -286,14 +302,17 @@ def _draw_topics(u: Array, pos: Array, state: State, data: Data, params: Params,
                                 state.z[pos], params.alpha, params.beta, v)
 
 
-def _move_tokens(state: State, pos: Array, data: Data, old: Array, new: Array, valid: Array) -> State:
-    """Tokens `pos` change topic from `old` to `new` (padding slots: valid False)."""
+def _move_tokens(state: State, pos: Array, data: Data, old: Array, new: Array, valid: Array,
+                 axis_name: str | None = None) -> State:
+    """Tokens `pos` change topic from `old` to `new` (padding slots: valid False). `axis_name`
+    (a sharded sweep): the global tables take every shard's moves, doc_topic only its own."""
     w = valid.astype(jnp.int32)
     doc, word = data.doc[pos], data.word[pos]
+    z = state.z.at[pos].set(jnp.where(valid, new, 0))
+    doc_topic = move_counts(state.doc_topic, doc, old, new, w)
+    group, word, old, new, w = exchange(axis_name, state.pseudo[doc], word, old, new, w)
     return state._replace(
-        z=state.z.at[pos].set(jnp.where(valid, new, 0)),
-        pseudo_topic=move_counts(state.pseudo_topic, state.pseudo[doc], old, new, w),
-        doc_topic=move_counts(state.doc_topic, doc, old, new, w),
+        z=z, pseudo_topic=move_counts(state.pseudo_topic, group, old, new, w), doc_topic=doc_topic,
         word_topic=move_counts(state.word_topic, word, old, new, w),
         topic=move_counts(state.topic, None, old, new, w))
 
@@ -329,7 +348,8 @@ def _sequential_sweep(key: Array, state: State, data: Data, params: Params) -> t
     return state, SweepInfo(changed)
 
 
-def _parallel_sweep(key: Array, state: State, data: Data, params: Params) -> tuple[State, SweepInfo]:
+def _parallel_sweep(key: Array, state: State, data: Data, params: Params,
+                    axis_name: str | None = None) -> tuple[State, SweepInfo]:
     _, _, v = _sizes(data)
     kl, kz = jax.random.split(key)
     doc_chunk = _doc_chunk(data, params)
@@ -339,7 +359,7 @@ def _parallel_sweep(key: Array, state: State, data: Data, params: Params) -> tup
         docs, valid, u = xs
         old = st.pseudo[docs]
         new = chunked_map(lambda c: _draw_pseudo(*c, st, data, params), (u, docs, valid), doc_chunk)
-        st = _move_docs(st, docs, old, new, valid)
+        st = _move_docs(st, docs, old, new, valid, axis_name)
         return (st, changed + jnp.sum(valid & (new != old), dtype=jnp.int32)), None
 
     def token_block(carry, xs):
@@ -347,7 +367,7 @@ def _parallel_sweep(key: Array, state: State, data: Data, params: Params) -> tup
         pos, valid, u = xs
         old = st.z[pos]
         new = chunked_map(lambda c: _draw_topics(*c, st, data, params, v), (u, pos), params.chunk_size)
-        st = _move_tokens(st, pos, data, old, new, valid)
+        st = _move_tokens(st, pos, data, old, new, valid, axis_name)
         return (st, changed + jnp.sum(valid & (new != old), dtype=jnp.int32)), None
 
     carry = (state, jnp.int32(0))
@@ -362,9 +382,66 @@ def _parallel_sweep(key: Array, state: State, data: Data, params: Params) -> tup
 _KERNELS = {"sequential": _sequential_sweep, "parallel": _parallel_sweep}
 
 
-def sweep(key: Array, state: State, data: Data, params: Params) -> tuple[State, SweepInfo]:
-    """One sweep of the kernel ``params.sampler``; pure and jit/vmap-able (params static)."""
-    return _KERNELS[params.sampler](key, state, data, params)
+def sweep(key: Array, state: State, data: Data, params: Params,
+          axis_name: str | None = None) -> tuple[State, SweepInfo]:
+    """One sweep of the kernel ``params.sampler``; pure and jit/vmap-able (params static).
+
+    `axis_name`: inside ``shard_map`` over documents (``jaxtopics.distributed``), the mapped
+    axis: the parallel kernel exchanges every block's moves of the global tables (pseudo-document
+    tables, word-topic, topic totals) between the shards, so that both phases are the blocked
+    sweeps whose block b is the union of the shards' blocks b."""
+    if axis_name is None:
+        return _KERNELS[params.sampler](key, state, data, params)
+    if params.sampler != "parallel":
+        raise ParameterError(f"sharded sweeps (axis_name) run the 'parallel' kernel, got "
+                             f"sampler={params.sampler!r}")
+    state, info = _parallel_sweep(key, state, data, params, axis_name)
+    return state, SweepInfo(jax.lax.psum(info.changed, axis_name))
+
+
+# --------------------------------------------------------------------------------------------
+# sharding hooks (``jaxtopics.distributed``)
+
+
+def shard_sizes(data: Data) -> dict[str, int]:
+    """The sizes of a shard's layout: tokens, documents, longest document, both block layouts."""
+    n, d, _ = _sizes(data)
+    return {"tokens": n, "docs": d, "doc_width": data.doc_tokens.shape[1],
+            "doc_blocks": data.doc_blocks.shape[0], "doc_block_width": data.doc_blocks.shape[1],
+            "token_blocks": data.token_blocks.shape[0],
+            "token_block_width": data.token_blocks.shape[1]}
+
+
+def pad_shard(data: Data, sizes: dict[str, int]) -> Data:
+    """A shard's Data padded to ``sizes``: the dummy token moves from n to n_max; padding tokens
+    and documents are in no block; padding documents are empty."""
+    n, d, _ = _sizes(data)
+    n_max, d_max = sizes["tokens"], sizes["docs"]
+    doc_tokens = np.where(np.asarray(data.doc_tokens) >= n, n_max, np.asarray(data.doc_tokens))
+    doc_blocks, doc_block_valid = pad_blocks(data.doc_blocks, data.doc_block_valid, d, d_max,
+                                             sizes["doc_blocks"], sizes["doc_block_width"])
+    token_blocks, token_block_valid = pad_blocks(data.token_blocks, data.token_block_valid, n, n_max,
+                                                 sizes["token_blocks"], sizes["token_block_width"])
+    width = (d_max, sizes["doc_width"])
+    return Data(word=pad_array(data.word, (n_max + 1,), rows=n),
+                doc=pad_array(data.doc, (n_max + 1,), rows=n),
+                doc_start=pad_array(data.doc_start, (d_max,)), doc_len=pad_array(data.doc_len, (d_max,)),
+                doc_tokens=pad_array(doc_tokens.astype(np.int32), width, n_max),
+                doc_valid=pad_array(data.doc_valid, width, False),
+                doc_blocks=doc_blocks, doc_block_valid=doc_block_valid,
+                token_blocks=token_blocks, token_block_valid=token_block_valid,
+                word_freq=np.asarray(data.word_freq))
+
+
+def recount_shard(state: State, data: Data, params: Params, sizes: dict) -> State:
+    """A shard's tables recounted from z and the pseudo-documents; padding tokens and documents
+    get 0 and are counted nowhere."""
+    n, d, _ = _sizes(data)
+    real_tokens = jnp.arange(n) < sizes["tokens"]
+    real_docs = jnp.arange(d) < sizes["docs"]
+    return state_from_assignments(jnp.where(real_tokens, state.z[:n], 0),
+                                  jnp.where(real_docs, state.pseudo, 0), data, params,
+                                  real_tokens=real_tokens, real_docs=real_docs)
 
 
 # --------------------------------------------------------------------------------------------

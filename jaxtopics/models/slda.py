@@ -48,18 +48,27 @@ from ..ops import (
     chunked_map,
     count_table,
     dirichlet_multinomial_log_evidence,
+    exchange,
     grouped_counts,
     move_counts,
+    pad_array,
+    pad_blocks,
     strided_blocks,
 )
 
 __all__ = [
     "Params", "State", "Data", "SweepInfo", "SAMPLERS",
     "check_params", "prepare", "init", "state_from_assignments", "sweep", "log_joint",
-    "estimate", "fold_in", "assignments", "rebuild",
+    "estimate", "fold_in", "assignments", "rebuild", "shard_sizes", "pad_shard", "recount_shard",
 ]
 
 SAMPLERS = ("parallel", "sequential")
+#: ``jaxtopics.distributed`` can shard this model's ``parallel`` kernel over devices
+SHARDABLE = True
+#: per-shard State fields and their axis (word_topic and topic are the global tables);
+#: token_sentence holds positions along the sentences
+SHARD_FIELDS = {"z": "sentences", "doc_topic": "docs", "token_sentence": "tokens"}
+SHARD_INDEX_FIELDS = {"token_sentence": "sentences"}
 
 _FLOAT32_RANGE = (1e-30, 1e30)
 
@@ -230,8 +239,9 @@ def _sizes(data: Data) -> tuple[int, int, int]:
     return data.sent_doc.shape[0] - 1, data.doc_sentences.shape[0], data.word_freq.shape[0]
 
 
-def state_from_assignments(z: Array, data: Data, params: Params) -> State:
-    """Build the count tables for given sentence topics z [S] (corpus order)."""
+def state_from_assignments(z: Array, data: Data, params: Params, real: Array | None = None) -> State:
+    """Build the count tables for given sentence topics z [S] (corpus order). `real` [S] bool:
+    count only these sentences (a padded shard's layout: padding sentences have no words)."""
     s, d, v = _sizes(data)
     k = params.num_topics
     sent = _sentence_inputs(data, jnp.arange(s))
@@ -239,7 +249,7 @@ def state_from_assignments(z: Array, data: Data, params: Params) -> State:
     z = jnp.asarray(z, jnp.int32)
     return State(
         z=jnp.append(z, 0).astype(jnp.int32),
-        doc_topic=count_table((d, k), data.sent_doc[:s], z),
+        doc_topic=count_table((d, k), data.sent_doc[:s], z, weights=real),
         word_topic=count_table((v, k), sent.words.reshape(-1), jnp.repeat(z, m),
                                weights=sent.counts.reshape(-1)),
         topic=count_table((k,), z, weights=data.sent_len[:s]),
@@ -276,18 +286,20 @@ def _log_weights(sent: _Sentences, old: Array, state: State, params: Params, v: 
 
 
 def _apply_moves(state: State, pos: Array, sent: _Sentences, old: Array, new: Array,
-                 valid: Array) -> State:
+                 valid: Array, axis_name: str | None = None) -> State:
     """Move sentences `pos` (with their words) from topics `old` to `new`; padding slots have
-    valid=False and move nothing."""
+    valid=False and move nothing. `axis_name` (a sharded sweep): the word-topic and topic moves
+    of every shard are applied (``ops.exchange``), the document-topic moves stay local."""
     weight = valid.astype(jnp.int32)
-    words = sent.words
-    m = words.shape[-1]
+    m = sent.words.shape[-1]
+    words, w_old, w_new, word_weight, length = exchange(
+        axis_name, sent.words, old, new, sent.counts * weight[:, None], sent.length * weight)
     return State(
         z=state.z.at[pos].set(jnp.where(valid, new, 0)),
         doc_topic=move_counts(state.doc_topic, sent.doc, old, new, weight),
-        word_topic=move_counts(state.word_topic, words.reshape(-1), jnp.repeat(old, m),
-                               jnp.repeat(new, m), (sent.counts * weight[:, None]).reshape(-1)),
-        topic=move_counts(state.topic, None, old, new, sent.length * weight),
+        word_topic=move_counts(state.word_topic, words.reshape(-1), jnp.repeat(w_old, m),
+                               jnp.repeat(w_new, m), word_weight.reshape(-1)),
+        topic=move_counts(state.topic, None, w_old, w_new, length),
         token_sentence=state.token_sentence,
     )
 
@@ -313,7 +325,8 @@ def _sequential_sweep(key: Array, state: State, data: Data, params: Params) -> t
     return state, SweepInfo(changed)
 
 
-def _parallel_sweep(key: Array, state: State, data: Data, params: Params) -> tuple[State, SweepInfo]:
+def _parallel_sweep(key: Array, state: State, data: Data, params: Params,
+                    axis_name: str | None = None) -> tuple[State, SweepInfo]:
     _, _, v = _sizes(data)
     rows = _chunk_rows(data, params)
     block_u = jax.random.uniform(key, data.blocks.shape)
@@ -325,7 +338,7 @@ def _parallel_sweep(key: Array, state: State, data: Data, params: Params) -> tup
         old = st.z[pos]
         new = chunked_map(lambda c: categorical_logits(c[0], _log_weights(c[1], c[2], st, params, v)),
                           (u, sent, old), rows)
-        st = _apply_moves(st, pos, sent, old, new, valid)
+        st = _apply_moves(st, pos, sent, old, new, valid, axis_name)
         return (st, changed + jnp.sum(jnp.where(valid & (new != old), sent.length, 0))), None
 
     (state, changed), _ = jax.lax.scan(block, (state, jnp.int32(0)),
@@ -341,9 +354,60 @@ def _chunk_rows(data: Data, params: Params) -> int:
 _KERNELS = {"sequential": _sequential_sweep, "parallel": _parallel_sweep}
 
 
-def sweep(key: Array, state: State, data: Data, params: Params) -> tuple[State, SweepInfo]:
-    """One sweep of the kernel ``params.sampler`` over all sentences; pure and jit/vmap-able."""
-    return _KERNELS[params.sampler](key, state, data, params)
+def sweep(key: Array, state: State, data: Data, params: Params,
+          axis_name: str | None = None) -> tuple[State, SweepInfo]:
+    """One sweep of the kernel ``params.sampler`` over all sentences; pure and jit/vmap-able.
+
+    `axis_name`: inside ``shard_map`` over documents (``jaxtopics.distributed``), the mapped
+    axis: the parallel kernel exchanges every block's word-topic and topic moves between the
+    shards (the blocked sweep whose block b is the union of the shards' blocks b)."""
+    if axis_name is None:
+        return _KERNELS[params.sampler](key, state, data, params)
+    if params.sampler != "parallel":
+        raise ParameterError(f"sharded sweeps (axis_name) run the 'parallel' kernel, got "
+                             f"sampler={params.sampler!r}")
+    state, info = _parallel_sweep(key, state, data, params, axis_name)
+    return state, SweepInfo(jax.lax.psum(info.changed, axis_name))
+
+
+# --------------------------------------------------------------------------------------------
+# sharding hooks (``jaxtopics.distributed``)
+
+
+def shard_sizes(data: Data) -> dict[str, int]:
+    """The sizes of a shard's layout: sentences, documents, tokens, word slots, blocks."""
+    s, d, _ = _sizes(data)
+    b, c = data.blocks.shape
+    return {"sentences": s, "docs": d, "tokens": data.token_sentence.shape[0],
+            "once_width": data.once_words.shape[1], "rep_width": data.rep_words.shape[1],
+            "blocks": b, "block_width": c}
+
+
+def pad_shard(data: Data, sizes: dict[str, int]) -> Data:
+    """A shard's Data padded to ``sizes``: padding sentences (s..s_max-1) have no words, length
+    0 and are in no block; the dummy row moves to s_max; padding tokens point at it."""
+    s = data.sent_doc.shape[0] - 1
+    s_max = sizes["sentences"]
+
+    def rows(a, width=None):
+        return pad_array(a, (s_max + 1,) + (() if width is None else (sizes[width],)), rows=s)
+
+    blocks, valid = pad_blocks(data.blocks, data.valid, s, s_max, sizes["blocks"], sizes["block_width"])
+    return Data(sent_doc=rows(data.sent_doc), once_words=rows(data.once_words, "once_width"),
+                once_counts=rows(data.once_counts, "once_width"),
+                rep_words=rows(data.rep_words, "rep_width"), rep_counts=rows(data.rep_counts, "rep_width"),
+                sent_len=rows(data.sent_len),
+                token_sentence=pad_array(data.token_sentence, (sizes["tokens"],), s_max),
+                doc_sentences=pad_array(data.doc_sentences, (sizes["docs"],)),
+                word_freq=np.asarray(data.word_freq), blocks=blocks, valid=valid)
+
+
+def recount_shard(state: State, data: Data, params: Params, sizes: dict) -> State:
+    """A shard's tables recounted from z; padding sentences (>= sizes["sentences"]) get topic 0
+    and are counted nowhere."""
+    s = data.sent_doc.shape[0] - 1
+    real = jnp.arange(s) < sizes["sentences"]
+    return state_from_assignments(jnp.where(real, state.z[:s], 0), data, params, real=real)
 
 
 # --------------------------------------------------------------------------------------------

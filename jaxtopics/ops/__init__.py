@@ -1,7 +1,7 @@
 """Model-agnostic JAX primitives shared by every sampler (no model names in here)."""
 
 from .conditionals import collapsed_topic_draw
-from .counts import count_table, move_counts, move_rows, table_cells
+from .counts import count_table, exchange, move_counts, move_rows, table_cells
 from .mh import mh_accept, propose_from_members
 from .polya import (
     block_log_predictive,
@@ -11,7 +11,7 @@ from .polya import (
     token_log_predictive,
 )
 from .sampling import categorical, categorical_logits, chunked_map, log_dirichlet, uniform_index
-from .schedule import grouped_counts, strided_blocks
+from .schedule import grouped_counts, pad_array, pad_blocks, strided_blocks
 
 __all__ = [
     "block_log_predictive",
@@ -21,12 +21,15 @@ __all__ = [
     "collapsed_topic_draw",
     "count_table",
     "dirichlet_multinomial_log_evidence",
+    "exchange",
     "grouped_counts",
     "log_dirichlet",
     "log_rising_factorial",
     "mh_accept",
     "move_counts",
     "move_rows",
+    "pad_array",
+    "pad_blocks",
     "propose_from_members",
     "repeat_ranks",
     "strided_blocks",

@@ -6,10 +6,11 @@ where float scatter-adds with colliding indices are neither fast nor reproducibl
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 from jax import Array
 
-__all__ = ["count_table", "move_counts", "move_rows", "table_cells"]
+__all__ = ["count_table", "exchange", "move_counts", "move_rows", "table_cells"]
 
 
 def count_table(shape: tuple[int, ...], *indices: Array, weights: Array | None = None) -> Array:
@@ -43,6 +44,21 @@ def move_counts(table: Array, rows: Array | None, old: Array, new: Array, weight
     if flat is None:
         return table.at[rows, cols].add(delta)
     return table.reshape(-1).at[flat].add(delta).reshape(table.shape)
+
+
+def exchange(axis_name: str | None, *arrays: Array) -> tuple[Array, ...]:
+    """The moves of every shard, for the global count tables of a sharded sweep.
+
+    Inside ``shard_map`` over documents (``jaxtopics.distributed``), every shard holds a copy of
+    the global tables (word-topic, topic totals, cluster sizes, ...). After a block each shard
+    calls this on the arrays that describe its moves of those tables (rows, old and new columns,
+    weights: leading axis = the block's moves) and applies the result to its copy with
+    ``move_counts`` / ``move_rows``: one tiled ``all_gather`` per array concatenates the moves
+    of all shards (shard order), so the copies stay equal and equal to the one-device tables of
+    the union of the shards' blocks. ``axis_name=None`` (one device): the arrays unchanged."""
+    if axis_name is None:
+        return arrays
+    return tuple(jax.lax.all_gather(a, axis_name, tiled=True) for a in arrays)
 
 
 def move_rows(table: Array, old: Array, new: Array, amount: Array) -> Array:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["strided_blocks", "grouped_counts"]
+__all__ = ["strided_blocks", "grouped_counts", "pad_array", "pad_blocks"]
 
 
 def strided_blocks(num_items: int, num_blocks: int) -> tuple[np.ndarray, np.ndarray]:
@@ -49,3 +49,25 @@ def grouped_counts(item_ids: np.ndarray, group_offsets: np.ndarray) -> tuple[np.
     items[pairs[0], slot] = pairs[1]
     mult[pairs[0], slot] = counts
     return items, mult
+
+
+def pad_array(a, shape: tuple[int, ...], fill=0, rows: int | None = None) -> np.ndarray:
+    """`a` copied into the top-left corner of a new array of `shape` filled with `fill` (a shard
+    laid out as the largest shard: ``jaxtopics.distributed``). `rows`: copy only the first
+    `rows` rows (e.g. the real tokens before a dummy slot, which then moves to the end)."""
+    a = np.asarray(a)
+    out = np.full(shape, fill, a.dtype)
+    src = a if rows is None else a[:rows]
+    out[tuple(slice(0, n) for n in src.shape)] = src
+    return out
+
+
+def pad_blocks(blocks, valid, num_items: int, new_items: int, num_blocks: int,
+               width: int) -> tuple[np.ndarray, np.ndarray]:
+    """A ``strided_blocks`` layout of `num_items` items re-padded for `new_items` items:
+    padding slots (index >= num_items) point at `new_items` and the layout grows to
+    [num_blocks, width] with padding slots (valid False)."""
+    blocks = np.asarray(blocks)
+    blocks = np.where(blocks >= num_items, new_items, blocks).astype(np.int32)
+    return (pad_array(blocks, (num_blocks, width), new_items),
+            pad_array(np.asarray(valid), (num_blocks, width), False))
