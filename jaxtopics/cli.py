@@ -367,6 +367,9 @@ def main(argv: list[str] | None = None) -> int:
     except JaxTopicsError as e:
         print(f"jaxtopics: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:   # `jaxtopics show ... | head`: the reader left; exit quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # no error at exit flush
+        return 141                              # 128 + SIGPIPE, as a shell reports it
     except OSError as e:  # a file that cannot be read or written: one line naming it
         where = f"{e.filename}: " if e.filename is not None else ""
         print(f"jaxtopics: error: {where}{e.strerror or e}", file=sys.stderr)

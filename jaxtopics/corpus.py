@@ -444,7 +444,8 @@ class Corpus:
         vocab: the words, ``len(vocab) = V > max(word_ids)``.
         sentence_offsets: int64 [S+1] token offsets where sentences start, then N; every
             non-empty document starts a sentence; sentences are non-empty. None if unknown.
-        labels: int64 [D] gold label / cluster per document, or None.
+        labels: int64 [D] gold label / cluster per document, or None (given as strings, the
+            labels get ids in first-seen order, as ``from_jsonl`` gives them).
         doc_names: a title / id per document, or None.
         text_options: how raw texts were turned into tokens (:class:`TextOptions`, set by
             :meth:`from_texts` and the readers built on it), or None.
@@ -533,7 +534,11 @@ class Corpus:
 
         d_count = offsets.shape[0] - 1
         if self.labels is not None:
-            lab = _int_array(self.labels, np.int64, "labels")
+            lab = self.labels
+            if isinstance(lab, (list, tuple, np.ndarray)) and len(lab) \
+                    and all(isinstance(v, (str, np.str_)) for v in lab):
+                lab = _encode_labels(list(lab))  # label names: ids in first-seen order
+            lab = _int_array(lab, np.int64, "labels")
             put(self, "labels", lab)
             if lab.shape[0] != d_count:
                 raise CorpusError(f"labels has {lab.shape[0]} entries for {d_count} documents")
@@ -556,6 +561,12 @@ class Corpus:
         if self.label_offsets is not None or self.label_ids is not None:
             raise CorpusError("give label sets either as labels= (lists of labels) or as "
                               "label_offsets/label_ids, not both")
+        try:
+            docs = len(self.doc_offsets) - 1
+        except TypeError:
+            docs = None                          # doc_offsets itself is checked next
+        if docs is not None and len(self.labels) != docs:
+            raise CorpusError(f"labels has {len(self.labels)} label sets for {docs} documents")
         offsets, ids, names = _label_sets_csr(self.labels, self.label_names)
         put = object.__setattr__
         put(self, "labels", None)

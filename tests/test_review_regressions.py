@@ -180,3 +180,34 @@ def test_summary_leaves_out_empty_clusters():
     c = jt.Corpus.from_token_lists([["a", "b"], ["c", "d"], ["a", "b", "b"]] * 3)
     text = jt.DMM(num_clusters=10).fit(c, num_sweeps=3).summary()
     assert "empty topics / clusters not shown" in text and text.count("\n  #") <= 3
+
+
+# --- third outside review (HDP and DP-MRM, README only) ---------------------------------------
+
+def test_hdp_fits_a_corpus_of_one_token():
+    """A split-merge move needs two tokens; with one it crashed (ZeroDivisionError)."""
+    m = jt.HDP().fit(jt.Corpus.from_texts(["apple"]), num_sweeps=2, progress=False)
+    assert m.num_active_topics == 1 and m.topic_sizes.tolist() == [1]
+
+
+def test_show_into_a_closed_pipe_exits_quietly(tmp_path):
+    """`jaxtopics show ... | head`: the reader is gone before the summary is written."""
+    c = jt.Corpus.from_token_lists([[f"w{i}" for i in range(30)]] * 4)
+    jt.LDA(num_topics=3).fit(c, num_sweeps=1).save(tmp_path / "m.jtm")
+    proc = subprocess.Popen([sys.executable, "-m", "jaxtopics.cli", "show", str(tmp_path / "m.jtm")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()                         # closed before the child writes a byte
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141 and err == ""
+
+
+def test_labels_of_the_wrong_length_or_as_strings():
+    texts = ["apple banana", "banana cherry", "cherry date", "date egg"]
+    with pytest.raises(CorpusError, match="labels has 2 label sets for 4 documents"):
+        jt.Corpus.from_texts(texts, labels=[["a"], ["b"]])
+    with pytest.raises(CorpusError, match="labels has 2 entries for 4 documents"):
+        jt.Corpus.from_texts(texts, labels=["a", "b"])
+    # names get ids in first-seen order, as from_jsonl gives them
+    assert jt.Corpus.from_texts(texts, labels=["ab", "b", "b", "a"]).labels.tolist() == [0, 1, 1, 2]
+    with pytest.raises(CorpusError, match="booleans"):
+        jt.Corpus.from_texts(texts, labels=[True, False, True, False])

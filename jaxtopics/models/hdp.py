@@ -946,7 +946,7 @@ def _sweep(key: Array, state: State, data: Data, params: Params, exclude_self: b
         st, of_dish = _dish_steps_parallel(k_dish, st, seat, params, exclude_self)
     st = _finish(st, data)                      # the dish step moved whole tables: refresh z
     accepted, of_sm = jnp.int32(0), jnp.bool_(False)
-    if params.split_merge_steps:
+    if params.split_merge_steps and data.word.shape[0] - 1 >= 2:     # a split needs two tokens
         st, accepted, of_sm = _split_merge(k_sm, st, data, params, params.split_merge_steps)
         st = _finish(st, data)
     if params.resample_concentrations:
