@@ -114,6 +114,10 @@ def test_models_block_runs(tmp_path):
     assert m.pseudo_labels.shape == (short.num_docs,)
     r = env["r"]
     assert r.topic_label.shape == (r.num_active_topics,) and np.isfinite(r.perplexity(env["held_out"]))
+    h, lda_model = env["h"], env["lda_model"]
+    assert h.topic_sizes.shape == (h.num_active_topics,) and h.topic_sizes.sum() == env["corpus"].num_tokens
+    assert lda_model.model == "lda" and lda_model.num_topics == h.num_active_topics
+    assert lda_model.sweeps_done == 4             # a new LDA chain, started from the HDP state
 
 
 def test_devices_auto_block_runs(tmp_path):
