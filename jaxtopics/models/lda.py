@@ -76,7 +76,8 @@ class Params(NamedTuple):
     sweep this matches exact Gibbs. > 0 = that many MH cycles (doc + word proposal) per token,
     O(1) per token: its cost does not grow with K (on CPU it matches the exact draw at K=500 and
     wins beyond), but it mixes much more slowly per sweep; for very large K.
-    chunk_size: tokens per chunk wherever a [tokens, K] working array is needed.
+    chunk_size: tokens per chunk wherever a [tokens, K] working array is needed (at most; on
+    XLA:CPU the exact draw uses fewer at large K so that its weights stay in cache).
     init: "incremental" (each block drawn from (1) given the blocks before it, as the first
     sweep of Griffiths & Steyvers / tomotopy's initialisation) or "random" (uniform topics).
     sync_every: sharded sweeps only (``jaxtopics.distributed``): blocks between two exchanges of
