@@ -204,12 +204,16 @@ def _pad_shard(d: lda.Data, n_max: int, d_max: int, b_max: int, c_max: int) -> l
     b, c = blocks.shape
     blocks = np.pad(blocks, ((0, b_max - b), (0, c_max - c)), constant_values=n_max)
     valid = np.pad(np.asarray(d.valid), ((0, b_max - b), (0, c_max - c)), constant_values=False)
+    def pad_blocks(a):                          # [b, c] -> [b_max, c_max], padding 0
+        return np.pad(np.asarray(a), ((0, b_max - b), (0, c_max - c))).astype(np.int32)
+
     members = np.full(n_max, n_max, np.int32)
     members[:n] = np.asarray(d.word_members)
     return lda.Data(word=tokens(d.word), doc=tokens(d.doc), doc_start=docs(d.doc_start),
                     doc_len=docs(d.doc_len), word_members=members, word_start=np.asarray(d.word_start),
                     word_len=np.asarray(d.word_len), word_rank=tokens(d.word_rank),
-                    blocks=blocks.astype(np.int32), valid=valid)
+                    blocks=blocks.astype(np.int32), valid=valid,
+                    block_doc=pad_blocks(d.block_doc), block_word=pad_blocks(d.block_word))
 
 
 def prepare(corpus: Corpus, params: lda.Params, num_shards: int) -> ShardedData:

@@ -103,7 +103,8 @@ class Data(NamedTuple):
     word, doc: [N+1] int32 per token (corpus order). doc_start, doc_len: [D] token slice of each
     document. word_members: [N] token positions sorted by word; word_start, word_len: [V] slice of
     each word in word_members. blocks: [B, C] token positions per parallel block (N = padding);
-    valid: [B, C] bool, False on padding.
+    valid: [B, C] bool, False on padding. block_doc, block_word: [B, C] doc[blocks], word[blocks],
+    made once here rather than gathered in every sweep (None: the sweep gathers them).
     """
 
     word: Array
@@ -116,6 +117,8 @@ class Data(NamedTuple):
     word_rank: Array
     blocks: Array
     valid: Array
+    block_doc: Array | None = None
+    block_word: Array | None = None
 
 
 class State(NamedTuple):
@@ -223,6 +226,7 @@ def prepare(corpus: Corpus, params: Params) -> Data:
         word_members=jnp.asarray(members), word_start=jnp.asarray(word_start),
         word_len=jnp.asarray(word_len), word_rank=jnp.asarray(word_rank),
         blocks=jnp.asarray(blocks), valid=jnp.asarray(valid),
+        block_doc=jnp.asarray(doc[blocks]), block_word=jnp.asarray(word[blocks]),
     )
 
 
@@ -390,8 +394,8 @@ def _draw_chunk(params: Params, block_size: int) -> int:
     return -(-block_size // pieces)
 
 
-#: [chunk, K] elements of the exact draw's working weights on XLA:CPU (2 MiB of float32)
-_CPU_DRAW_ELEMENTS = 2 ** 19
+#: [chunk, K] elements of the exact draw's working weights on XLA:CPU (1 MiB of float32)
+_CPU_DRAW_ELEMENTS = 2 ** 18
 
 
 def _parallel_sweep(key: Array, state: State, data: Data, params: Params,
@@ -405,7 +409,8 @@ def _parallel_sweep(key: Array, state: State, data: Data, params: Params,
     # [4 mh_steps, N] array exists.
     # Token arrays are read (and z written) through blocks.T, in token order, and transposed:
     # the strided positions of a block hit a new cache line per token (5-7x slower on XLA:CPU).
-    block_doc, block_word = _by_block(data.doc, data.blocks), _by_block(data.word, data.blocks)
+    block_doc = _by_block(data.doc, data.blocks) if data.block_doc is None else data.block_doc
+    block_word = _by_block(data.word, data.blocks) if data.block_word is None else data.block_word
     block_u = jax.random.uniform(key, data.blocks.shape)
     # Exact draws never read z: a token's old topic is its topic at the start of the sweep (each
     # token is in one block), and the new topics are written to z once after the last block.
