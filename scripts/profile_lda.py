@@ -45,6 +45,7 @@ def profile(num_topics: int, corpus, reps: int) -> dict[str, float]:
     v = corpus.num_words
     xs = (data.blocks, data.valid, data.doc[data.blocks], data.word[data.blocks],
           jax.random.uniform(jax.random.key(1), data.blocks.shape))
+    chunk = lda._draw_chunk(params, data.blocks.shape[1])     # the sweep's own chunking
 
     @jax.jit
     def sweep(state):
@@ -55,7 +56,7 @@ def profile(num_topics: int, corpus, reps: int) -> dict[str, float]:
         def block(acc, x):
             pos, _, doc, word, _ = x
             r = chunked_map(lambda c: (state.doc_topic[c[0]] + state.word_topic[c[1]]).sum(1),
-                            (doc, word), params.chunk_size)
+                            (doc, word), chunk)
             return acc + r.sum(), None
         return jax.lax.scan(block, jnp.int32(0), xs)[0]
 
@@ -66,7 +67,7 @@ def profile(num_topics: int, corpus, reps: int) -> dict[str, float]:
             old = state.z[pos]
             new = chunked_map(lambda c: collapsed_topic_draw(
                 c[0], state.doc_topic[c[1]], state.word_topic[c[2]], state.topic, c[3],
-                params.alpha, params.beta, v), (u, doc, word, old), params.chunk_size)
+                params.alpha, params.beta, v), (u, doc, word, old), chunk)
             return acc + new.sum(), None
         return jax.lax.scan(block, jnp.int32(0), xs)[0]
 
