@@ -52,7 +52,15 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per point")
     ap.add_argument("--json", metavar="OUT")
     ap.add_argument("--png", metavar="OUT", default=None, help="write the plot here")
+    ap.add_argument("--replot", metavar="JSON", help="only draw --png from a --json of a run")
     args = ap.parse_args()
+    if args.replot:
+        with open(args.replot) as f:
+            run = json.load(f)
+        for name in ("base_k", "base_n"):
+            setattr(args, name, run["args"][name])
+        _plot(run["results"], args)
+        return
     import jax
 
     ns = sorted({float(x) for x in args.ns.split(",")} | {args.base_n})
@@ -121,6 +129,7 @@ def _plot(results: list[dict], args) -> None:
     by_k = sorted((r for r in ok if r["n_target"] == args.base_n), key=lambda r: r["k"])
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
     axes[0].plot([r["num_tokens"] for r in by_n], [r["tokens_per_s"] / 1e6 for r in by_n], "o-")
+    axes[0].set_ylim(bottom=0)
     axes[0].set(xscale="log", xlabel="tokens N", ylabel="M tokens / s",
                 title=f"throughput vs N (K={args.base_k})")
     axes[1].plot([r["k"] for r in by_k], [r["tokens_per_s"] / 1e6 for r in by_k], "o-")
