@@ -48,6 +48,7 @@ from ..ops import (
     pad_array,
     pad_blocks,
     propose_from_members,
+    sharded_sweep,
     strided_blocks,
     table_cells,
 )
@@ -506,8 +507,7 @@ def sweep(key: Array, state: State, data: Data, params: Params,
     if axis_name is None:
         return _KERNELS[params.sampler](key, state, data, params)
     check_shard_params(params)
-    state, info = _parallel_sweep(key, state, data, params, axis_name)
-    return state, SweepInfo(jax.lax.psum(info.changed, axis_name))
+    return sharded_sweep(_parallel_sweep, key, state, data, params, axis_name)
 
 
 # --------------------------------------------------------------------------------------------

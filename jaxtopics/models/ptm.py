@@ -58,6 +58,7 @@ from ..ops import (
     pad_array,
     pad_blocks,
     repeat_ranks,
+    sharded_sweep,
     strided_blocks,
     token_log_predictive,
 )
@@ -392,11 +393,7 @@ def sweep(key: Array, state: State, data: Data, params: Params,
     sweeps whose block b is the union of the shards' blocks b."""
     if axis_name is None:
         return _KERNELS[params.sampler](key, state, data, params)
-    if params.sampler != "parallel":
-        raise ParameterError(f"sharded sweeps (axis_name) run the 'parallel' kernel, got "
-                             f"sampler={params.sampler!r}")
-    state, info = _parallel_sweep(key, state, data, params, axis_name)
-    return state, SweepInfo(jax.lax.psum(info.changed, axis_name))
+    return sharded_sweep(_parallel_sweep, key, state, data, params, axis_name)
 
 
 # --------------------------------------------------------------------------------------------

@@ -53,6 +53,7 @@ from ..ops import (
     move_counts,
     pad_array,
     pad_blocks,
+    sharded_sweep,
     strided_blocks,
 )
 
@@ -363,11 +364,7 @@ def sweep(key: Array, state: State, data: Data, params: Params,
     shards (the blocked sweep whose block b is the union of the shards' blocks b)."""
     if axis_name is None:
         return _KERNELS[params.sampler](key, state, data, params)
-    if params.sampler != "parallel":
-        raise ParameterError(f"sharded sweeps (axis_name) run the 'parallel' kernel, got "
-                             f"sampler={params.sampler!r}")
-    state, info = _parallel_sweep(key, state, data, params, axis_name)
-    return state, SweepInfo(jax.lax.psum(info.changed, axis_name))
+    return sharded_sweep(_parallel_sweep, key, state, data, params, axis_name)
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Model-agnostic JAX primitives shared by every sampler (no model names in here)."""
 
 from .conditionals import collapsed_topic_draw
-from .counts import count_table, exchange, move_counts, move_rows, table_cells
+from .counts import count_table, exchange, move_counts, move_rows, sharded_sweep, table_cells
 from .mh import mh_accept, propose_from_members
 from .polya import (
     block_log_predictive,
@@ -28,6 +28,7 @@ __all__ = [
     "mh_accept",
     "move_counts",
     "move_rows",
+    "sharded_sweep",
     "pad_array",
     "pad_blocks",
     "propose_from_members",

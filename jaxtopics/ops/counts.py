@@ -10,7 +10,9 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
-__all__ = ["count_table", "exchange", "move_counts", "move_rows", "table_cells"]
+from ..errors import ParameterError
+
+__all__ = ["count_table", "exchange", "move_counts", "move_rows", "sharded_sweep", "table_cells"]
 
 
 def count_table(shape: tuple[int, ...], *indices: Array, weights: Array | None = None) -> Array:
@@ -59,6 +61,17 @@ def exchange(axis_name: str | None, *arrays: Array) -> tuple[Array, ...]:
     if axis_name is None:
         return arrays
     return tuple(jax.lax.all_gather(a, axis_name, tiled=True) for a in arrays)
+
+
+def sharded_sweep(parallel_sweep, key: Array, state, data, params, axis_name: str):
+    """A model's blocked ``parallel_sweep(key, state, data, params, axis_name)`` run inside
+    ``shard_map`` over documents: other samplers are refused, and the sweep info's ``changed``
+    is summed over the shards (the whole sweep's, equal on every shard)."""
+    if params.sampler != "parallel":
+        raise ParameterError(f"sharded sweeps (axis_name) run the 'parallel' kernel, got "
+                             f"sampler={params.sampler!r}")
+    state, info = parallel_sweep(key, state, data, params, axis_name)
+    return state, info._replace(changed=jax.lax.psum(info.changed, axis_name))
 
 
 def move_rows(table: Array, old: Array, new: Array, amount: Array) -> Array:
