@@ -17,6 +17,7 @@ from .errors import (  # noqa: E402
     FormatError,
     JaxTopicsError,
     ParameterError,
+    ShardLayoutWarning,
     UnknownWordsWarning,
 )
 from . import distributed, metrics  # noqa: E402
@@ -41,6 +42,7 @@ __all__ = [
     "PTM",
     "SentenceLDA",
     "TransformInfo",
+    "ShardLayoutWarning",
     "UnknownWordsWarning",
     "distributed",
     "load",

@@ -184,13 +184,13 @@ def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) 
 
     lead = jax.process_index() == 0            # a multi-process run prints and writes on process 0
     print = builtins.print if lead else (lambda *a, **k: None)   # noqa: A001
-    devices = args.devices
+    resuming = getattr(args, "resume", False)
+    devices = args.devices if args.devices is not None or resuming else "auto"
     if jax.process_count() > 1:               # shards = every process's devices
         devices = jax.process_count() * len(jax.local_devices())
     print(f"corpus: {corpus.num_docs} documents, {corpus.num_tokens} tokens, "
           f"{corpus.num_words} distinct words" + (f" (process 0 of {jax.process_count()})"
                                                    if jax.process_count() > 1 else ""))
-    resuming = getattr(args, "resume", False)
     if resuming:
         from .estimators import load
         if out is None or not (out / "model.jtm").is_file():
@@ -206,7 +206,8 @@ def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) 
     if out is not None:
         _prepare_out(out)
     from .estimators import MODELS, resolve_devices
-    shards = resolve_devices(MODELS[args.model].module, est.params, corpus, devices)
+    shown = getattr(est, "shards", None) if devices is None else devices   # resume: saved layout
+    shards = resolve_devices(MODELS[args.model].module, est.params, corpus, shown)
     where = f"{shards} {jax.default_backend()} devices" if shards else jax.default_backend()
     if jax.process_count() > 1:
         where += f" over {jax.process_count()} processes"
@@ -271,11 +272,12 @@ def _add_model_args(p: argparse.ArgumentParser, *, sweeps: int) -> None:
                         "each process reads its own documents, process 0 writes the outputs")
     p.add_argument("--num-processes", type=int, default=None, help="multi-process fit: processes")
     p.add_argument("--process-id", type=int, default=None, help="multi-process fit: this process")
-    p.add_argument("--devices", type=_devices_arg, default="auto",
+    p.add_argument("--devices", type=_devices_arg, default=None,
                    help="shard the documents over this many devices (the parallel sampler of "
                         "every model but hdp and dpmrm); on a CPU the process is split into "
                         "this many XLA CPU devices. auto (default): every GPU, or one XLA "
-                        "device per CPU core, when the model's kernel can be sharded; else one")
+                        "device per CPU core, when the model's kernel can be sharded; else one. "
+                        "--resume continues on the saved run's devices unless told otherwise")
 
 
 def _devices_arg(text: str) -> int | str:
@@ -298,8 +300,14 @@ def _cpu_devices(args: argparse.Namespace) -> int:
     """XLA CPU devices to split this process into (1: leave the CPU whole). ``--devices auto``
     splits it one per core when the model's kernel can be sharded (chosen before jax starts)."""
     devices = getattr(args, "devices", None)
-    if devices != "auto":
-        return devices or 1
+    if devices is None and getattr(args, "resume", False):     # the saved chain's own layout
+        from .io import load_model_file
+        try:
+            return int(load_model_file(Path(args.out) / "model.jtm")[1].get("shards", 1))
+        except (OSError, JaxTopicsError, TypeError, ValueError):
+            return 1                             # the resume itself reports a missing/bad file
+    if devices not in (None, "auto"):
+        return devices
     from .distributed import shard_refusal
     module = _registry()[args.model].module
     if not getattr(module, "SHARDABLE", False):

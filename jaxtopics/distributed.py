@@ -121,12 +121,13 @@ def split_documents(corpus: Corpus, num_shards: int) -> list[np.ndarray]:
     if not isinstance(num_shards, (int, np.integer)) or num_shards < 1:
         raise ParameterError(f"num_shards must be a positive integer, got {num_shards!r}")
     if num_shards > corpus.num_docs:
-        raise ParameterError(f"num_shards={num_shards} is more than the {corpus.num_docs} documents")
+        raise ParameterError(f"{num_shards} devices (shards) are more than the corpus's "
+                             f"{corpus.num_docs} document{'s' if corpus.num_docs != 1 else ''}")
     bounds = balanced_ranges(corpus.doc_lengths, num_shards)
     shards = [np.arange(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
     empty = [s for s, ix in enumerate(shards) if corpus.doc_lengths[ix].sum() == 0]
     if empty:
-        raise ParameterError(f"num_shards={num_shards} leaves shard(s) {empty} without tokens")
+        raise ParameterError(f"{num_shards} devices (shards) leave shard(s) {empty} without tokens")
     return shards
 
 
@@ -238,7 +239,7 @@ def make_mesh(num_shards: int, devices: Sequence[jax.Device] | None = None) -> M
     devices = list(devices)
     if num_shards > len(devices):
         raise ParameterError(
-            f"num_shards={num_shards} but only {len(devices)} devices are visible; on a CPU start "
+            f"{num_shards} devices (shards) asked for, but {len(devices)} visible; on a CPU start "
             f"the process with jax.config.update('jax_num_cpu_devices', {num_shards})")
     return Mesh(np.array(devices[:num_shards]), (AXIS,))
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 __all__ = [
+    "ShardLayoutWarning",
     "JaxTopicsError",
     "CorpusError",
     "EmptyDocumentError",
@@ -70,3 +71,8 @@ class ParameterError(JaxTopicsError):
 
 class UnknownWordsWarning(UserWarning):
     """New documents hold words a fitted model does not know; their tokens were dropped."""
+
+
+class ShardLayoutWarning(UserWarning):
+    """A chain continues on a different number of devices than it ran on: from then on it is a
+    different chain than an uninterrupted run (``FittedModel.resume``)."""

@@ -26,7 +26,7 @@ import numpy as np
 
 from . import __version__
 from .corpus import Corpus, TextOptions, split_sentences
-from .errors import CorpusError, FormatError, ParameterError, UnknownWordsWarning
+from .errors import CorpusError, FormatError, ParameterError, ShardLayoutWarning, UnknownWordsWarning
 from .fit import TracePoint, chain_keys, run_sweeps
 from .io import decode_strings, encode_strings, load_model_file, save_model_file
 from .models import dmm, dpmm, dpmrm, hdp, lda, ptm, slda
@@ -68,6 +68,8 @@ class FittedModel:
     #: names of the label ids of a multi-label corpus (DP-MRM), kept so that new documents'
     #: labels are matched by name
     label_names: tuple[str, ...] | None = None
+    #: devices the chain has run on so far (None: one); ``resume`` keeps it unless told otherwise
+    shards: int | None = None
 
     def __init__(self, model: str, params: Any, vocab: tuple[str, ...], seed: int,
                  state: Any, data: Any, corpus_fingerprint: str, sweeps_done: int,
@@ -185,7 +187,8 @@ class FittedModel:
         theta = self.doc_topic
         share, what = _topic_shares(self, theta)
         lines = [f"<{self.model.upper()} K={self.num_topics}, V={len(self.vocab)}, "
-                 f"N={self.num_tokens}, D={theta.shape[0]}, sweeps={self.sweeps_done}, seed={self.seed}>",
+                 f"N={self.num_tokens}, D={theta.shape[0]}, sweeps={self.sweeps_done}, seed={self.seed}"
+                 + (f", devices={self.shards}" if self.shards else "") + ">",
                  "params: " + ", ".join(f"{k}={v}" for k, v in p._asdict().items())]
         if self.trace:
             last = self.trace[-1]
@@ -212,7 +215,9 @@ class FittedModel:
         """Continue the same chain for `num_sweeps` more sweeps (in place; returns self).
 
         Bitwise identical to having run all sweeps at once (with the same `devices`). `corpus`
-        must be the one the model was fitted on (checked by fingerprint). `devices`: shard the
+        must be the one the model was fitted on (checked by fingerprint). `devices=None`
+        continues on the devices the chain ran on so far (``shards``, saved in the model file);
+        another count continues as a different chain (``ShardLayoutWarning``). `devices`: shard the
         documents over the first `devices` devices (``jaxtopics.distributed``: the model's
         ``parallel`` kernel, for every model whose module is ``SHARDABLE``: LDA, Sentence-LDA,
         PTM, DMM, DPMM; HDP and DP-MRM are refused); ``"auto"`` uses every device of
@@ -232,7 +237,14 @@ class FittedModel:
             self.save(checkpoint_path)
 
         model, data, state, to_global = self._module, self._data, self._state, (lambda st: st)
-        devices = resolve_devices(self._module, self.params, corpus, devices)
+        devices = resolve_devices(self._module, self.params, corpus,
+                                  self.shards if devices is None else devices)
+        if (devices or 1) != (self.shards or 1) and self.sweeps_done > 0:
+            warnings.warn(f"this chain ran on {self.shards or 1} device(s) so far and continues on "
+                          f"{devices or 1}: the result differs from an uninterrupted run "
+                          f"(pass devices={self.shards or 1} to continue the same chain)",
+                          ShardLayoutWarning, stacklevel=2)
+        self.shards = devices if devices and devices > 1 else None     # 1 shard == the plain run
         if devices is not None:
             model, data, state, to_global = self._sharded(corpus, devices)
 
@@ -330,6 +342,7 @@ class FittedModel:
         options = self.text_options
         meta = {"model": self.model, "params": self.params._asdict(), "seed": self.seed,
                 "sweeps_done": self.sweeps_done, "num_tokens": self.num_tokens,
+                "shards": self.shards or 1,
                 "num_docs": int(self.doc_topic.shape[0]),
                 "text_options": None if options is None else options.to_json(),
                 "label_names": None if self.label_names is None else list(self.label_names),
@@ -373,6 +386,9 @@ def load(path: str | os.PathLike) -> FittedModel:
     model = MODELS[name].fitted_class(name, params, vocab, seed, state, None, fingerprint,
                                       sweeps_done, trace, num_tokens)
     model.text_options = options
+    shards = 1 if "shards" not in meta else _meta_value(                 # older files: one device
+        meta, "shards", path, lambda v, n: check_int(v, n, low=1))
+    model.shards = None if shards == 1 else shards
     names = meta.get("label_names")
     if names is not None:
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
@@ -723,11 +739,14 @@ def resolve_devices(module, params: NamedTuple, corpus: Corpus,
     """The shard count a fit runs with: `devices` itself, or for ``"auto"`` every device of
     ``jax.devices()`` (at most one per document) when the model's kernel with these params can
     be sharded (``SHARDABLE`` and no ``shard_refusal``), else None (the default device)."""
+    from .distributed import balanced_ranges, shard_refusal
     if devices is None or not isinstance(devices, str):
+        if (devices is not None and not isinstance(devices, bool) and isinstance(devices, (int, np.integer))
+                and devices == 1 and jax.process_count() == 1 and shard_refusal(module, params)):
+            return None              # one device of a kernel that cannot be sharded: the plain run
         return devices
     if devices != "auto":
         raise ParameterError(f"devices must be a positive integer, 'auto' or None, got {devices!r}")
-    from .distributed import balanced_ranges, shard_refusal
     refusal = shard_refusal(module, params)
     if refusal:
         if jax.process_count() > 1:

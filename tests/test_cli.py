@@ -83,6 +83,15 @@ def test_devices_auto_is_the_default(tmp_path):
         r = _run("fit", *extra, *common, "--out", str(tmp_path / "b"))
         assert r.returncode == 0, r.stderr
         assert "cpu devices" not in r.stdout
+    # --resume continues on the saved run's devices (here 2), the same chain as a straight run
+    r = _run("fit", "--num-topics", "2", "--devices", "2", *common, "--out", str(tmp_path / "r"))
+    assert r.returncode == 0, r.stderr
+    r = _run("fit", "--resume", *common, "--out", str(tmp_path / "r"))
+    assert r.returncode == 0 and "2 cpu devices" in r.stdout, r.stderr
+    r = _run("fit", "--num-topics", "2", "--devices", "2", "--sweeps", "4", *common[2:],
+             "--out", str(tmp_path / "s"))
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "r" / "topics.txt").read_text() == (tmp_path / "s" / "topics.txt").read_text()
     r = _run("fit", "--devices", "two", *common, "--out", str(tmp_path / "c"))
     assert r.returncode == 2 and "--devices" in r.stderr and "'auto'" in r.stderr
 

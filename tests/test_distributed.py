@@ -58,7 +58,7 @@ def test_split_documents_is_contiguous_and_balanced(corpus):
 
 
 def test_split_documents_rejects_impossible_shards(corpus):
-    with pytest.raises(ParameterError, match="more than the 120 documents"):
+    with pytest.raises(ParameterError, match="more than the corpus.s 120 documents"):
         dist.split_documents(corpus, 121)
     with pytest.raises(ParameterError, match="positive integer"):
         dist.split_documents(corpus, 0)
@@ -181,4 +181,34 @@ def test_fit_devices_errors(corpus):
     with pytest.raises(ParameterError, match="jax_num_cpu_devices"):
         jt.LDA(num_topics=3).fit(corpus, num_sweeps=1, devices=len(jax.devices()) + 1)
     with pytest.raises(ParameterError, match="mh_steps"):
-        jt.LDA(num_topics=3, mh_steps=2).fit(corpus, num_sweeps=1, devices=1)
+        jt.LDA(num_topics=3, mh_steps=2).fit(corpus, num_sweeps=1, devices=2)
+    # one device is the plain run for any kernel, shardable or not
+    a = jt.LDA(num_topics=3, mh_steps=2).fit(corpus, num_sweeps=2, devices=1, progress=False)
+    b = jt.LDA(num_topics=3, mh_steps=2).fit(corpus, num_sweeps=2, progress=False)
+    np.testing.assert_array_equal(a.assignments, b.assignments)
+
+
+@needs_4_default_devices
+def test_the_device_count_is_part_of_the_saved_chain(corpus, tmp_path):
+    """A sharded chain records its device count: a plain resume continues the same chain, and
+    another count says it is a different one."""
+    import warnings
+
+    import jaxtopics as jt
+
+    model = jt.LDA(num_topics=4, num_blocks=8)
+    straight = model.fit(corpus, num_sweeps=6, seed=2, progress=False, devices=2)
+    part = model.fit(corpus, num_sweeps=3, seed=2, progress=False, devices=2)
+    part.save(tmp_path / "m.jtm")
+    loaded = jt.load(tmp_path / "m.jtm")
+    assert loaded.shards == 2 and "devices=2" in loaded.summary()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")              # the same layout: no warning
+        resumed = loaded.resume(corpus, 3, progress=False)
+    np.testing.assert_array_equal(straight.assignments, resumed.assignments)
+    with pytest.warns(jt.ShardLayoutWarning, match="ran on 2 device"):
+        part.resume(corpus, 1, progress=False, devices=1)
+    assert part.shards is None
+    hdp = jt.HDP().fit(jt.Corpus.from_token_lists([["a", "b"], ["b", "c"]] * 3), num_sweeps=1,
+                       progress=False, devices=1)           # one device: any model
+    assert hdp.sweeps_done == 1 and hdp.shards is None
