@@ -303,7 +303,8 @@ def _cpu_devices(args: argparse.Namespace) -> int:
     if devices is None and getattr(args, "resume", False):     # the saved chain's own layout
         from .io import load_model_file
         try:
-            return int(load_model_file(Path(args.out) / "model.jtm")[1].get("shards", 1))
+            shards = int(load_model_file(Path(args.out) / "model.jtm")[1].get("shards", 1))
+            return max(1, shards // (getattr(args, "num_processes", None) or 1))   # per process
         except (OSError, JaxTopicsError, TypeError, ValueError):
             return 1                             # the resume itself reports a missing/bad file
     if devices not in (None, "auto"):
