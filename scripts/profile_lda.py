@@ -37,39 +37,35 @@ def _best(fn, *args, reps: int) -> float:
 
 def profile(num_topics: int, corpus, reps: int) -> dict[str, float]:
     from jaxtopics.models import lda
-    from jaxtopics.ops import chunked_map, collapsed_topic_draw
+    from jaxtopics.ops import chunked_map
 
     params = lda.Params(num_topics=num_topics, alpha=0.1, beta=0.01)
     data = lda.prepare(corpus, params)
     state = lda.init(jax.random.key(0), data, params)
     v = corpus.num_words
-    xs = (data.blocks, data.valid, data.doc[data.blocks], data.word[data.blocks],
+    xs = (data.blocks, data.valid, data.block_doc, data.block_word,
           jax.random.uniform(jax.random.key(1), data.blocks.shape))
     chunk = lda._draw_chunk(params, data.blocks.shape[1])     # the sweep's own chunking
+
+    def summed_over_blocks(per_token):
+        """jit of: per_token(state, u, doc, word, old) for every block's tokens (chunked as the
+        sweep chunks them), summed so that nothing is optimised away."""
+        def run(state):
+            def block(acc, x):
+                pos, _, doc, word, u = x
+                out = chunked_map(lambda c: per_token(state, *c), (u, doc, word, state.z[pos]), chunk)
+                return acc + out.sum(), None
+            return jax.lax.scan(block, jnp.int32(0), xs)[0]
+        return jax.jit(run)
 
     @jax.jit
     def sweep(state):
         return lda.sweep(jax.random.key(2), state, data, params)[0].topic
 
-    @jax.jit
-    def rows(state):
-        def block(acc, x):
-            pos, _, doc, word, _ = x
-            r = chunked_map(lambda c: (state.doc_topic[c[0]] + state.word_topic[c[1]]).sum(1),
-                            (doc, word), chunk)
-            return acc + r.sum(), None
-        return jax.lax.scan(block, jnp.int32(0), xs)[0]
-
-    @jax.jit
-    def draw(state):
-        def block(acc, x):
-            pos, _, doc, word, u = x
-            old = state.z[pos]
-            new = chunked_map(lambda c: collapsed_topic_draw(
-                c[0], state.doc_topic[c[1]], state.word_topic[c[2]], state.topic, c[3],
-                params.alpha, params.beta, v), (u, doc, word, old), chunk)
-            return acc + new.sum(), None
-        return jax.lax.scan(block, jnp.int32(0), xs)[0]
+    rows = summed_over_blocks(lambda st, u, doc, word, old:
+                              (st.doc_topic[doc] + st.word_topic[word]).sum(1))
+    draw = summed_over_blocks(lambda st, u, doc, word, old:
+                              lda._dense_block_draw(u, doc, word, old, st, params, v))
 
     @jax.jit
     def moves(state):
