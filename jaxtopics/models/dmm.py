@@ -54,6 +54,7 @@ from ..ops import (
     move_counts,
     pad_array,
     pad_blocks,
+    sharded_sweep,
     strided_blocks,
 )
 
@@ -352,12 +353,14 @@ def sweep(key: Array, state: State, data: Data, params: Params,
     axis; every block's moves of the global tables are exchanged between the shards, so the
     sharded sweep is the blocked sweep whose block b is the union of the shards' blocks b."""
     if axis_name is None:
-        state, changed, _ = blocked_sweep(key, state, data, params, _settle)
-        return state, SweepInfo(changed)
-    check_shard_params(params)
-    state, changed, _ = blocked_sweep(key, state, data, params,
-                                      partial(_settle, axis_name=axis_name))
-    return state, SweepInfo(jax.lax.psum(changed, axis_name))
+        return _blocked(key, state, data, params)
+    return sharded_sweep(_blocked, key, state, data, params, axis_name)
+
+
+def _blocked(key: Array, state: State, data: Data, params: Params,
+             axis_name: str | None = None) -> tuple[State, SweepInfo]:
+    state, changed, _ = blocked_sweep(key, state, data, params, partial(_settle, axis_name=axis_name))
+    return state, SweepInfo(changed)
 
 
 # --------------------------------------------------------------------------------------------
