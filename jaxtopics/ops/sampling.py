@@ -5,8 +5,9 @@ sum, and row reductions and reshape-reductions over short minor axes are slow th
 inverse-CDF sampling is two-level and made only of contiguous slices, small matmuls and one
 gather. The K topics are dealt into G ~ sqrt(K) *strided* groups (group g = topics g, g+G,
 g+2G, ...), so the group masses are the sum of S = ceil(K/G) contiguous column slices of width G
-(O(K) adds that fuse into one loop); a [rows, G] x [G, G] triangular matmul gives their prefix
-sums, and a [rows, S] x [S, S] one the prefix sums inside the chosen group. Per row this costs
+(O(K) adds that fuse into one loop); a [G, G] x [G, rows] triangular matmul gives their prefix
+sums, and a [S, S] x [S, rows] one the prefix sums inside the chosen group (the small steps work
+transposed, rows on the minor axis, so that they vectorise over the rows). Per row this costs
 O(K + G^2 + S^2) = O(3K), against O(K G) for a [K, G] group-indicator matmul (measured on
 XLA:CPU: same speed at K=50, 1.6x faster whole sweeps at K=500).
 Matmuls run at HIGHEST precision so a GPU does not drop to TF32 in the prefix sums.
@@ -26,21 +27,22 @@ __all__ = ["categorical", "categorical_logits", "chunked_map", "log_dirichlet", 
 _HIGHEST = jax.lax.Precision.HIGHEST
 
 
-def _pick(prefix: Array, target: Array, weight_of: Callable[[Array], Array],
-          weights_for_argmax: Array) -> Array:
-    """Index i with prefix[i-1] <= target < prefix[i]; never an entry of zero weight.
+def _pick(prefix: Array, target: Array, weights: Array) -> Array:
+    """Index i along axis 0 with prefix[i-1] <= target < prefix[i]; never an entry of zero weight.
 
-    Rounding can put `target` past the last prefix or onto a zero-weight entry (matmul prefix sums
-    are not guaranteed monotone in the last bit); then fall back to the heaviest entry, an event of
-    probability ~1e-7 that cannot select an impossible category. The fallback's argmax runs only
-    when some row needs it (``lax.cond``; an argmax for every row cost 10 % of a K=50 sweep).
+    `prefix`, `weights` [n, rows] (rows on the minor axis, so every step is a vector op along the
+    rows), `target` [rows]. Rounding can put `target` past the last prefix or onto a zero-weight
+    entry (matmul prefix sums are not guaranteed monotone in the last bit); then fall back to the
+    heaviest entry, an event of probability ~1e-7 that cannot select an impossible category. The
+    fallback's argmax runs only when some row needs it (``lax.cond``; an argmax for every row
+    cost 10 % of a K=50 sweep).
     """
-    n = prefix.shape[-1]
-    i = jnp.minimum(jnp.sum(prefix <= target[:, None], axis=-1, dtype=jnp.int32), n - 1)
-    ok = weight_of(i) > 0
+    n = prefix.shape[0]
+    i = jnp.minimum(jnp.sum(prefix <= target[None, :], axis=0, dtype=jnp.int32), n - 1)
+    ok = jnp.take_along_axis(weights, i[None, :], 0)[0] > 0
     return jax.lax.cond(
         jnp.all(ok), lambda: i,
-        lambda: jnp.where(ok, i, jnp.argmax(weights_for_argmax, axis=-1).astype(jnp.int32)))
+        lambda: jnp.where(ok, i, jnp.argmax(weights, axis=0).astype(jnp.int32)))
 
 
 def categorical(u: Array, weights: Array) -> Array:
@@ -48,6 +50,10 @@ def categorical(u: Array, weights: Array) -> Array:
 
     `weights` [..., K] is non-negative with a positive sum per row; `u` [...] lies in [0, 1).
     Returns int32 [...]. Exact up to float32 rounding of the prefix sums.
+
+    The group and inner steps work on [G, rows] and [S, rows] (transposed): their reductions run
+    along the major axis, vectorised over the rows, where a reduction over a minor axis of ~sqrt(K)
+    entries is a short scalar loop per row on XLA:CPU (1.2x faster draws at K=50).
     """
     *batch, k = weights.shape
     w = weights.reshape(-1, k).astype(jnp.float32)
@@ -60,22 +66,22 @@ def categorical(u: Array, weights: Array) -> Array:
         if part.shape[1] < g:
             part = jnp.pad(part, ((0, 0), (0, g - part.shape[1])))
         group_weight = part if group_weight is None else group_weight + part
-    group_prefix = jnp.matmul(group_weight, _upper_ones(g), precision=_HIGHEST)        # [rows, G]
-    target = u * group_prefix[:, -1]
-    gi = _pick(group_prefix, target,
-               lambda i: jnp.take_along_axis(group_weight, i[:, None], 1)[:, 0], group_weight)
-    before = jnp.take_along_axis(group_prefix - group_weight, gi[:, None], 1)[:, 0]
+    group_weight = group_weight.T                                                       # [G, rows]
+    group_prefix = jnp.matmul(_lower_ones(g), group_weight, precision=_HIGHEST)
+    target = u * group_prefix[-1]
+    gi = _pick(group_prefix, target, group_weight)
+    before = jnp.take_along_axis(group_prefix - group_weight, gi[None, :], 0)[0]
     cols = gi[:, None] + g * jnp.arange(s)[None, :]                                    # [rows, S]
-    inner = jnp.where(cols < k, jnp.take_along_axis(w, jnp.minimum(cols, k - 1), 1), 0.0)
-    inner_prefix = jnp.matmul(inner, _upper_ones(s), precision=_HIGHEST)
-    ii = _pick(inner_prefix, target - before,
-               lambda i: jnp.take_along_axis(inner, i[:, None], 1)[:, 0], inner)
+    inner = jnp.where(cols < k, jnp.take_along_axis(w, jnp.minimum(cols, k - 1), 1), 0.0).T
+    inner_prefix = jnp.matmul(_lower_ones(s), inner, precision=_HIGHEST)                # [S, rows]
+    ii = _pick(inner_prefix, target - before, inner)
     return (gi + g * ii).astype(jnp.int32).reshape(batch)
 
 
-def _upper_ones(n: int) -> Array:
-    """[n, n] float32 with ones on and above the diagonal: x @ it = inclusive prefix sums of x."""
-    return jnp.triu(jnp.ones((n, n), jnp.float32))
+def _lower_ones(n: int) -> Array:
+    """[n, n] float32 with ones on and below the diagonal: it @ x = inclusive prefix sums of x
+    along axis 0."""
+    return jnp.tril(jnp.ones((n, n), jnp.float32))
 
 
 def categorical_logits(u: Array, logits: Array) -> Array:
