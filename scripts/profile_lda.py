@@ -10,7 +10,7 @@ runs (best of):
 * ``rows``: reading each token's count rows n_d. and n_.w (the gathers of the draw).
 * ``draw``: rows + eq. (1) + the two-level categorical (``ops.collapsed_topic_draw``), against
   fixed counts.
-* ``moves``: writing a block's moves into z, n_dk, n_kw, n_k (``ops.move_counts``).
+* ``moves``: writing a block's moves into n_dk, n_kw, n_k (``ops.move_counts``; exact sweeps write z once per sweep).
 
 ``draw`` + ``moves`` should come close to ``sweep``; the remainder is the scan's own cost.
 Prints a markdown table (ms per sweep, share of the sweep, M tokens/s).
@@ -37,23 +37,24 @@ def _best(fn, *args, reps: int) -> float:
 
 def profile(num_topics: int, corpus, reps: int) -> dict[str, float]:
     from jaxtopics.models import lda
-    from jaxtopics.ops import chunked_map
+    from jaxtopics.ops import chunked_map, to_strided
 
     params = lda.Params(num_topics=num_topics, alpha=0.1, beta=0.01)
     data = lda.prepare(corpus, params)
     state = lda.init(jax.random.key(0), data, params)
     v = corpus.num_words
-    xs = (data.blocks, data.valid, data.block_doc, data.block_word,
-          jax.random.uniform(jax.random.key(1), data.blocks.shape))
-    chunk = lda._draw_chunk(params, data.blocks.shape[1])     # the sweep's own chunking
+    old = to_strided(state.z[:-1], data.word.shape[0], width=data.word.shape[1])
+    xs = (lda._valid(data), data.doc, data.word, old,
+          jax.random.uniform(jax.random.key(1), data.word.shape))
+    chunk = lda._draw_chunk(params, data.word.shape[1])       # the sweep's own chunking
 
     def summed_over_blocks(per_token):
         """jit of: per_token(state, u, doc, word, old) for every block's tokens (chunked as the
         sweep chunks them), summed so that nothing is optimised away."""
         def run(state):
             def block(acc, x):
-                pos, _, doc, word, u = x
-                out = chunked_map(lambda c: per_token(state, *c), (u, doc, word, state.z[pos]), chunk)
+                _, doc, word, old, u = x
+                out = chunked_map(lambda c: per_token(state, *c), (u, doc, word, old), chunk)
                 return acc + out.sum(), None
             return jax.lax.scan(block, jnp.int32(0), xs)[0]
         return jax.jit(run)
@@ -70,10 +71,9 @@ def profile(num_topics: int, corpus, reps: int) -> dict[str, float]:
     @jax.jit
     def moves(state):
         def block(st, x):
-            pos, valid, doc, word, _ = x
-            old = st.z[pos]
+            valid, doc, word, old, _ = x
             new = (old + 1) % num_topics
-            return lda._apply_moves(st, pos, doc, word, old, new, valid), None
+            return lda._apply_moves(st, None, doc, word, old, new, valid), None
         return jax.lax.scan(block, state, xs)[0].topic
 
     return {name: _best(fn, state, reps=reps)

@@ -299,7 +299,7 @@ def test_negative_control_perturbed_target_is_rejected() -> None:
 
 def _assert_consistent(st: lda.State, params: lda.Params, data: lda.Data, batched: bool) -> None:
     z_all = np.asarray(st.z)
-    n = data.word.shape[0] - 1
+    n = data.num_tokens
     k = params.num_topics
     z = z_all[..., :n]
     assert z_all.dtype == np.int32

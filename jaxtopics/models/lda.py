@@ -8,7 +8,8 @@ Kernels (``Params.sampler``):
 
 - ``"sequential"``: exact collapsed Gibbs, token by token in corpus order, draws from (1).
 - ``"parallel"`` (default): blocked sweep. Tokens are dealt round-robin into ``num_blocks``
-  blocks (``ops.strided_blocks``), so a block rarely holds two tokens of one document; the blocks
+  blocks (the strided layout of ``ops.to_strided``, in which ``Data`` keeps every per-token
+  array), so a block rarely holds two tokens of one document; the blocks
   are visited in turn, all tokens of a block move at once against the counts at the block's start,
   and the counts are refreshed exactly between blocks. Each token's move targets (1) with those
   counts: by default (``mh_steps=0``) an exact draw, O(K) per token — per sweep this matches
@@ -24,6 +25,7 @@ that a token gathers one contiguous row) and ``topic`` [K] (n_k).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import jax
@@ -42,15 +44,15 @@ from ..ops import (
     count_table,
     dirichlet_multinomial_log_evidence,
     exchange,
+    from_strided,
     log_dirichlet,
     mh_accept,
     move_counts,
     pad_array,
-    pad_blocks,
     propose_from_members,
     sharded_sweep,
-    strided_blocks,
     table_cells,
+    to_strided,
 )
 
 __all__ = [
@@ -106,28 +108,39 @@ class Params(NamedTuple):
     sync_every: int = 1
 
 
-class Data(NamedTuple):
-    """Device layout of a corpus for LDA sweeps. Token arrays have one dummy slot at index N.
+@dataclass(frozen=True)
+class Data:
+    """Device layout of a corpus for LDA sweeps: 8 bytes per token (4 more with the MH index).
 
-    word, doc: [N+1] int32 per token (corpus order). doc_start, doc_len: [D] token slice of each
-    document. word_members: [N] token positions sorted by word; word_start, word_len: [V] slice of
-    each word in word_members. blocks: [B, C] token positions per parallel block (N = padding);
-    valid: [B, C] bool, False on padding. block_doc, block_word: [B, C] doc[blocks], word[blocks],
-    made once here rather than gathered in every sweep (None: the sweep gathers them).
+    The per-token arrays exist only in the strided block layout of the parallel sweep
+    (``ops.to_strided`` with B = ``num_blocks``): token t sits at slot (t mod B, t div B), so row
+    b is block b, and the corpus order is ``ops.from_strided`` of it; no index array is needed.
+    word, doc: [B, C] int32 word and document of each token; slots that hold no token (past N,
+    or a shard's padding tokens) hold word V and document 0 (``word < V`` marks the tokens).
+    doc_start, doc_len: [D] token range of each document; word_start, word_len: [V] range of each
+    word in word_members. word_members: [N] token positions sorted by word, and word_rank: [B, C]
+    each token's place among its word's tokens: the MH kernel's proposals only (``mh_steps > 0``;
+    None otherwise). num_tokens: N (static).
     """
 
     word: Array
     doc: Array
     doc_start: Array
     doc_len: Array
-    word_members: Array
     word_start: Array
     word_len: Array
-    word_rank: Array
-    blocks: Array
-    valid: Array
-    block_doc: Array | None = None
-    block_word: Array | None = None
+    word_members: Array | None
+    word_rank: Array | None
+    num_tokens: int
+
+    def _replace(self, **changes) -> "Data":
+        import dataclasses
+        return dataclasses.replace(self, **changes)
+
+
+jax.tree_util.register_dataclass(
+    Data, data_fields=["word", "doc", "doc_start", "doc_len", "word_start", "word_len",
+                       "word_members", "word_rank"], meta_fields=["num_tokens"])
 
 
 class State(NamedTuple):
@@ -211,29 +224,46 @@ def prepare(corpus: Corpus, params: Params) -> Data:
     if params.beta * corpus.num_words > FLOAT32_MAX:
         raise ParameterError(f"beta = {params.beta!r} is too large for a vocabulary of "
                              f"{corpus.num_words} words: V * beta overflows float32")
-    n = corpus.num_tokens
-    word = np.append(corpus.word_ids, 0).astype(np.int32)
-    doc = np.append(corpus.doc_index, 0).astype(np.int32)
-    members = np.argsort(corpus.word_ids, kind="stable").astype(np.int32)
-    word_len = np.bincount(corpus.word_ids, minlength=corpus.num_words).astype(np.int32)
+    n, v, b = corpus.num_tokens, corpus.num_words, params.num_blocks
+    word_ids = np.asarray(corpus.word_ids, np.int32)
+    word_len = np.bincount(word_ids, minlength=v).astype(np.int32)
     word_start = (np.cumsum(word_len) - word_len).astype(np.int32)
-    word_rank = np.zeros(n + 1, np.int32)
-    word_rank[members] = np.arange(n, dtype=np.int32) - word_start[corpus.word_ids[members]]
-    blocks, valid = strided_blocks(n, params.num_blocks)
+    members = rank = None
+    if params.mh_steps > 0:
+        members = np.argsort(word_ids, kind="stable").astype(np.int32)
+        rank = np.zeros(n, np.int32)
+        rank[members] = np.arange(n, dtype=np.int32) - word_start[word_ids[members]]
+        members, rank = jnp.asarray(members), jnp.asarray(to_strided(rank, b))
     return Data(
-        word=jnp.asarray(word), doc=jnp.asarray(doc),
+        word=jnp.asarray(to_strided(word_ids, b, fill=v)),
+        doc=jnp.asarray(to_strided(np.asarray(corpus.doc_index, np.int32), b)),
         doc_start=jnp.asarray(corpus.doc_offsets[:-1].astype(np.int32)),
         doc_len=jnp.asarray(corpus.doc_lengths.astype(np.int32)),
-        word_members=jnp.asarray(members), word_start=jnp.asarray(word_start),
-        word_len=jnp.asarray(word_len), word_rank=jnp.asarray(word_rank),
-        blocks=jnp.asarray(blocks), valid=jnp.asarray(valid),
-        block_doc=jnp.asarray(doc[blocks]), block_word=jnp.asarray(word[blocks]),
-    )
+        word_start=jnp.asarray(word_start), word_len=jnp.asarray(word_len),
+        word_members=members, word_rank=rank, num_tokens=n)
 
 
 def _sizes(data: Data) -> tuple[int, int, int]:
     """(N tokens, D docs, V words), static."""
-    return data.word.shape[0] - 1, data.doc_start.shape[0], data.word_start.shape[0]
+    return data.num_tokens, data.doc_start.shape[0], data.word_start.shape[0]
+
+
+def _valid(data: Data) -> Array:
+    """[B, C] bool: the slots of the block layout that hold a token."""
+    return data.word < data.word_start.shape[0]
+
+
+def _token_at(blocked: Array, i: Array) -> Array:
+    """Token i's entry of a [B, C] block-layout array (``ops.to_strided``)."""
+    return blocked[i % blocked.shape[0], i // blocked.shape[0]]
+
+
+def _corpus_order(data: Data) -> tuple[Array, Array, Array]:
+    """(doc [N], word [N], counted [N] int32): the layout in corpus order; counted is 0 on a
+    shard's padding tokens."""
+    n = data.num_tokens
+    return (from_strided(data.doc, n), from_strided(data.word, n),
+            from_strided(_valid(data), n).astype(jnp.int32))
 
 
 def state_from_assignments(z: Array, data: Data, params: Params) -> State:
@@ -241,11 +271,12 @@ def state_from_assignments(z: Array, data: Data, params: Params) -> State:
     n, d, v = _sizes(data)
     k = params.num_topics
     z = jnp.asarray(z, jnp.int32)
+    doc, word, counted = _corpus_order(data)
     return State(
         z=jnp.append(z, 0).astype(jnp.int32),
-        doc_topic=count_table((d, k), data.doc[:n], z),
-        word_topic=count_table((v, k), data.word[:n], z),
-        topic=count_table((k,), z),
+        doc_topic=count_table((d, k), doc, z, weights=counted),
+        word_topic=count_table((v, k), word, z, weights=counted),
+        topic=count_table((k,), z, weights=counted),
     )
 
 
@@ -260,19 +291,18 @@ def init(key: Array, data: Data, params: Params) -> State:
                   jnp.zeros((v, k), jnp.int32), jnp.zeros((k,), jnp.int32))
 
     def block(st, xs):
-        pos, valid, b = xs
-        doc, word = data.doc[pos], data.word[pos]
-        u = jax.random.uniform(jax.random.fold_in(key, b), pos.shape)
+        valid, doc, word, b = xs
+        u = jax.random.uniform(jax.random.fold_in(key, b), doc.shape)
         new = chunked_map(lambda c: _dense_block_draw(*c, st, params, v, exclude_own=False),
-                          (u, doc, word, st.z[pos]), _draw_chunk(params, pos.shape[0]))
+                          (u, doc, word, jnp.zeros_like(doc)), _draw_chunk(params, doc.shape[0]))
         weight = valid.astype(jnp.int32)          # tokens join the counts: one scatter per table
-        return State(st.z.at[pos].set(jnp.where(valid, new, 0)),
-                     st.doc_topic.at[doc, new].add(weight),
+        return State(st.z, st.doc_topic.at[doc, new].add(weight),
                      st.word_topic.at[word, new].add(weight),
-                     st.topic.at[new].add(weight)), None
+                     st.topic.at[new].add(weight)), jnp.where(valid, new, 0)
 
-    state, _ = jax.lax.scan(block, empty, (data.blocks, data.valid, jnp.arange(data.blocks.shape[0])))
-    return state
+    state, new = jax.lax.scan(block, empty, (_valid(data), data.doc, data.word,
+                                             jnp.arange(data.word.shape[0])))
+    return state._replace(z=jnp.append(from_strided(new, n), 0))
 
 
 def _conditional(doc_row: Array, word_row: Array, topic_row: Array, params: Params, v: int) -> Array:
@@ -309,7 +339,7 @@ def _sequential_sweep(key: Array, state: State, data: Data, params: Params) -> t
 
     def step(i, carry):
         st, changed = carry
-        d, w, s = data.doc[i], data.word[i], st.z[i]
+        d, w, s = _token_at(data.doc, i), _token_at(data.word, i), st.z[i]
         weights = _conditional(st.doc_topic[d].at[s].add(-1), st.word_topic[w].at[s].add(-1),
                                st.topic.at[s].add(-1), params, v)
         t = categorical(u[i][None], weights[None])
@@ -329,22 +359,23 @@ def _dense_block_draw(u: Array, doc: Array, word: Array, old: Array, state: Stat
                                 params.alpha, params.beta, v, exclude_own)
 
 
-def _mh_block_draw(u: Array, pos: Array, doc: Array, word: Array, old: Array, state: State,
-                   data: Data, params: Params, v: int) -> Array:
+def _mh_block_draw(u: Array, pos: Array, doc: Array, word: Array, rank: Array, old: Array,
+                   state: State, data: Data, params: Params, v: int) -> Array:
     """`mh_steps` cycles of doc- and word-proposal MH per token targeting (1), O(1) per token.
 
     Proposals leave the token out of its groups (q_doc ∝ n_dt^-i + alpha, q_word ∝ n_tw^-i + beta),
     so the acceptance ratios are the LightLDA cycle ratios
       doc:  (n_tw^-i + beta)(n_s^-i + V beta) / ((n_sw^-i + beta)(n_t^-i + V beta))
       word: (n_dt^-i + alpha)(n_s^-i + V beta) / ((n_ds^-i + alpha)(n_t^-i + V beta)).
-    `u` [mh_steps, 4, tokens] holds the uniforms of the proposals and of the acceptance tests.
+    `u` [mh_steps, 4, tokens] holds the uniforms of the proposals and of the acceptance tests;
+    `rank` is each token's place among its word's tokens (``Data.word_rank``).
     """
     a, b, k = params.alpha, params.beta, params.num_topics
     vb = v * b
     steps = params.mh_steps
     doc_start, doc_len = data.doc_start[doc], data.doc_len[doc]
     word_start, word_len = data.word_start[word], data.word_len[word]
-    doc_skip, word_skip = pos - doc_start, data.word_rank[pos]
+    doc_skip, word_skip = pos - doc_start, rank
 
     def factors(t):
         """(n_dt^-i + alpha, n_tw^-i + beta, n_t^-i + V beta) from the block-start counts."""
@@ -375,11 +406,6 @@ def _mh_block_draw(u: Array, pos: Array, doc: Array, word: Array, old: Array, st
     return s
 
 
-def _by_block(x: Array, blocks: Array) -> Array:
-    """``x[blocks]`` gathered as ``x[blocks.T].T``: strided blocks then read x in order."""
-    return x[blocks.T].T
-
-
 def _draw_chunk(params: Params, block_size: int) -> int:
     """Tokens per chunk of the exact block draw: at most ``params.chunk_size``, and on XLA:CPU
     few enough that a chunk's [chunk, K] float32 weights (_CPU_DRAW_ELEMENTS) stay in a core's L2
@@ -399,40 +425,42 @@ _CPU_DRAW_ELEMENTS = 2 ** 18
 
 def _parallel_sweep(key: Array, state: State, data: Data, params: Params,
                     axis_name: str | None = None) -> tuple[State, SweepInfo]:
-    _, _, v = _sizes(data)
-    num_blocks = data.blocks.shape[0]
+    n, _, v = _sizes(data)
+    num_blocks, width = data.word.shape
     exact = params.mh_steps == 0
+    if not exact and data.word_rank is None:
+        raise ParameterError("this Data was prepared for exact draws (mh_steps=0): prepare it "
+                             "with the Params that set mh_steps > 0")
     # Per-block inputs made once per sweep: a few large ops instead of one small one per block
     # (XLA:CPU pays a fixed dispatch cost per op, larger still when it splits ops over threads).
     # The MH kernel's 4 x mh_steps uniforms per token are drawn per block instead, so that no
     # [4 mh_steps, N] array exists.
-    # Token arrays are read (and z written) through blocks.T, in token order, and transposed:
-    # the strided positions of a block hit a new cache line per token (5-7x slower on XLA:CPU).
-    block_doc = _by_block(data.doc, data.blocks) if data.block_doc is None else data.block_doc
-    block_word = _by_block(data.word, data.blocks) if data.block_word is None else data.block_word
-    block_u = jax.random.uniform(key, data.blocks.shape)
+    block_u = jax.random.uniform(key, data.word.shape)
     # Exact draws never read z: a token's old topic is its topic at the start of the sweep (each
-    # token is in one block), and the new topics are written to z once after the last block.
-    # One gather and one scatter per sweep instead of one of each per block, whose strided
-    # positions touch a different cache line per token (~25 % of a K=50 sweep on XLA:CPU).
-    # The MH kernel's proposals read other tokens' current topics, so it keeps z up to date.
-    block_old = _by_block(state.z, data.blocks) if exact else None
-    chunk = _draw_chunk(params, data.blocks.shape[1])
+    # token is in one block), so z is read in block layout and written back once per sweep (a
+    # reshape each way, no gather; reading a block's strided positions of z touches a new cache
+    # line per token, ~25 % of a K=50 sweep on XLA:CPU). The MH kernel's proposals read other
+    # tokens' current topics, so it keeps z up to date block by block.
+    block_old = to_strided(state.z[:n], num_blocks, width=width) if exact else None
+    chunk = _draw_chunk(params, width)
 
     delayed = axis_name is not None and params.sync_every > 1
 
     def block(carry, xs):
         st, changed = carry
+        doc, word = xs[:2]
+        valid = word < v                                    # the slots that hold a token
         if exact:
-            valid, doc, word, u, old = xs
+            u, old = xs[2:]
             new = chunked_map(lambda c: _dense_block_draw(*c, st, params, v),
                               (u, doc, word, old), chunk)
             pos = None
         else:
-            pos, valid, doc, word, u, b = xs
+            u, rank, b = xs[2:]
+            pos = jnp.where(valid, b + num_blocks * jnp.arange(width), n)   # n: z's dummy slot
             old = st.z[pos]
-            u = jax.random.uniform(jax.random.fold_in(key, b), (params.mh_steps, 4) + pos.shape)
-            new = _mh_block_draw(u, pos, doc, word, old, st, data, params, v)
+            u = jax.random.uniform(jax.random.fold_in(key, b), (params.mh_steps, 4, width))
+            new = _mh_block_draw(u, pos, doc, word, rank, old, st, data, params, v)
         st = _apply_moves(st, pos, doc, word, old, new, valid, None if delayed else axis_name)
         moves = (word, old, new, valid.astype(jnp.int32)) if delayed else None
         return (st, changed + jnp.sum(valid & (new != old), dtype=jnp.int32)), (new if exact else None,
@@ -441,24 +469,24 @@ def _parallel_sweep(key: Array, state: State, data: Data, params: Params,
     def write_z(st: State, new: Array) -> State:
         if not exact:
             return st
-        new = new.reshape((-1,) + data.blocks.shape[1:])[:num_blocks]
-        return st._replace(z=st.z.at[data.blocks.T].set(jnp.where(data.valid, new, 0).T))
+        new = jnp.where(_valid(data), new.reshape((-1, width))[:num_blocks], 0)
+        return st._replace(z=jnp.append(from_strided(new, n), 0))
 
     if exact:
-        xs = (data.valid, block_doc, block_word, block_u, block_old)
+        xs = (data.doc, data.word, block_u, block_old)
     else:
-        xs = (data.blocks, data.valid, block_doc, block_word, block_u, jnp.arange(num_blocks))
+        xs = (data.doc, data.word, block_u, data.word_rank, jnp.arange(num_blocks))
     if not delayed:
         (state, changed), (new, _) = jax.lax.scan(block, (state, jnp.int32(0)), xs)
         return write_z(state, new), SweepInfo(changed)
 
     # Delayed exchange: E blocks with local moves only, then the other shards' moves of those
-    # E blocks in one all_gather (padding blocks to a multiple of E are empty: valid False).
+    # E blocks in one all_gather (padding blocks to a multiple of E are empty: word V).
     e = params.sync_every
     groups = -(-num_blocks // e)
     fill = groups * e - num_blocks
-    xs = tuple(jnp.concatenate([x, jnp.zeros((fill,) + x.shape[1:], x.dtype)])
-               .reshape((groups, e) + x.shape[1:]) for x in xs)
+    xs = tuple(jnp.concatenate([x, jnp.full((fill,) + x.shape[1:], v if i == 1 else 0, x.dtype)])
+               .reshape((groups, e) + x.shape[1:]) for i, x in enumerate(xs))
 
     def group(carry, gxs):
         (st, changed), (new, moves) = jax.lax.scan(block, carry, gxs)
@@ -485,7 +513,8 @@ def _uncollapsed_sweep(key: Array, state: State, data: Data, params: Params) -> 
         uc, doc, word = c
         return categorical_logits(uc, log_theta[doc] + log_phi[word])
 
-    z = chunked_map(draw, (u, data.doc[:n], data.word[:n]), params.chunk_size)
+    doc, word, _ = _corpus_order(data)
+    z = chunked_map(draw, (u, doc, word), params.chunk_size)
     new = state_from_assignments(z, data, params)
     return new, SweepInfo(jnp.sum(z != state.z[:n], dtype=jnp.int32))
 
@@ -523,44 +552,28 @@ def check_shard_params(params: Params) -> None:
 
 
 def shard_sizes(data: Data) -> dict[str, int]:
-    """The sizes of a shard's layout: tokens, documents and the blocks' [B, C] shape."""
+    """The sizes of a shard's layout: tokens, documents and the block layout's width."""
     n, d, _ = _sizes(data)
-    b, c = data.blocks.shape
-    return {"tokens": n, "docs": d, "blocks": b, "block_width": c}
+    return {"tokens": n, "docs": d, "block_width": data.word.shape[1]}
 
 
 def pad_shard(data: Data, sizes: dict[str, int]) -> Data:
-    """A shard's Data padded to ``sizes`` (tokens, docs, blocks, block_width); the dummy slot moves
-    from n to n_max, padding tokens (n..n_max-1, word 0 of document 0) are in no block, padding
-    documents are empty."""
-    n = data.word.shape[0] - 1
-    n_max, d_max = sizes["tokens"], sizes["docs"]
-
-    def tokens(a):
-        return pad_array(a, (n_max + 1,), rows=n)
-
-    blocks, valid = pad_blocks(data.blocks, data.valid, n, n_max, sizes["blocks"], sizes["block_width"])
-    word, doc = tokens(data.word), tokens(data.doc)
-    by_block = data.block_doc is not None                # prepare's per-block copies, re-made
-    return Data(word=word, doc=doc,
+    """A shard's Data padded to ``sizes`` (tokens, docs, block_width): padding tokens (n..n_max-1)
+    and the slots past them hold word V (no token), padding documents are empty. Sharded sweeps
+    draw exactly, so the MH index is not carried."""
+    n_max, d_max, width = sizes["tokens"], sizes["docs"], sizes["block_width"]
+    b, v = data.word.shape[0], data.word_start.shape[0]
+    return Data(word=pad_array(data.word, (b, width), fill=v), doc=pad_array(data.doc, (b, width)),
                 doc_start=pad_array(data.doc_start, (d_max,)), doc_len=pad_array(data.doc_len, (d_max,)),
-                word_members=pad_array(data.word_members, (n_max,), n_max),
                 word_start=np.asarray(data.word_start), word_len=np.asarray(data.word_len),
-                word_rank=tokens(data.word_rank), blocks=blocks, valid=valid,
-                block_doc=doc[blocks] if by_block else None,
-                block_word=word[blocks] if by_block else None)
+                word_members=None, word_rank=None, num_tokens=n_max)
 
 
 def recount_shard(state: State, data: Data, params: Params, sizes: dict) -> State:
     """A shard's tables recounted from z, padding tokens (slots >= sizes["tokens"]) set to 0 and
     counted nowhere; word_topic and topic are this shard's part of the global tables."""
-    _, d, v = _sizes(data)
-    k = params.num_topics
-    real = jnp.arange(data.word.shape[0]) < sizes["tokens"]
-    z = jnp.where(real, state.z, 0).astype(jnp.int32)
-    return State(z=z, doc_topic=count_table((d, k), data.doc, z, weights=real),
-                 word_topic=count_table((v, k), data.word, z, weights=real),
-                 topic=count_table((k,), z, weights=real))
+    real = jnp.arange(data.num_tokens) < sizes["tokens"]
+    return state_from_assignments(jnp.where(real, state.z[:-1], 0), data, params)
 
 
 # --------------------------------------------------------------------------------------------
@@ -607,21 +620,25 @@ def fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps
     n, d, v = _sizes(new_data)
     k = params.num_topics
     num_sweeps = check_positive_int(num_sweeps, "fold_in: num_sweeps")
-    if new_data.word.shape[0] > 1 and int(jnp.max(new_data.word)) >= state.word_topic.shape[0]:
+    v_fit = state.word_topic.shape[0]
+    if n > 0 and int(jnp.max(jnp.where(_valid(new_data), new_data.word, 0))) >= v_fit:
         raise ParameterError("fold_in: new documents use word ids outside the fitted vocabulary")
     phi_vk = estimate(state, params)["phi"].T                               # [V, K]
-    z0 = jnp.append(jax.random.randint(jax.random.fold_in(key, 0), (n,), 0, k), 0)   # slot N: dummy
-    ndk = count_table((d, k), new_data.doc[:n], z0[:n])
+    valid = _valid(new_data)
+    z0 = jax.random.randint(jax.random.fold_in(key, 0), (n,), 0, k)
+    doc, _, counted = _corpus_order(new_data)
+    ndk = count_table((d, k), doc, z0, weights=counted)
+    # each token is in one block, so its topic when its block comes is its topic at the sweep's
+    # start: z is carried in block layout and each sweep's new topics replace it at once
+    z0 = jnp.where(valid, to_strided(z0, valid.shape[0], width=valid.shape[1]), 0)
 
     def one_sweep(carry, t):
         z, ndk, acc = carry
         skey = jax.random.fold_in(key, t + 1)
 
-        def block(inner, xs):
-            z, ndk = inner
-            pos, valid, b = xs
-            doc, word, old = new_data.doc[pos], new_data.word[pos], z[pos]
-            u = jax.random.uniform(jax.random.fold_in(skey, b), pos.shape)
+        def block(ndk, xs):
+            valid, doc, word, old, b = xs
+            u = jax.random.uniform(jax.random.fold_in(skey, b), doc.shape)
 
             def draw(c):
                 uc, dc, wc, oc = c
@@ -629,11 +646,11 @@ def fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps
                 return categorical(uc, ((ndk[dc] - own) + params.alpha) * phi_vk[wc])
 
             new = chunked_map(draw, (u, doc, word, old), params.chunk_size)
-            z = z.at[pos].set(jnp.where(valid, new, 0))
-            return (z, move_counts(ndk, doc, old, new, valid.astype(jnp.int32))), None
+            new = jnp.where(valid, new, 0)
+            return move_counts(ndk, doc, old, new, valid.astype(jnp.int32)), new
 
-        (z, ndk), _ = jax.lax.scan(block, (z, ndk), (new_data.blocks, new_data.valid,
-                                                      jnp.arange(new_data.blocks.shape[0])))
+        ndk, z = jax.lax.scan(block, ndk, (valid, new_data.doc, new_data.word, z,
+                                           jnp.arange(valid.shape[0])))
         keep = (t >= num_sweeps // 2).astype(jnp.float32)
         theta = (ndk + params.alpha) / (ndk.sum(1, keepdims=True) + k * params.alpha)
         return (z, ndk, acc + keep * theta), None

@@ -11,7 +11,15 @@ from .polya import (
     token_log_predictive,
 )
 from .sampling import categorical, categorical_logits, chunked_map, log_dirichlet, uniform_index
-from .schedule import grouped_counts, pad_array, pad_blocks, strided_blocks
+from .schedule import (
+    from_strided,
+    grouped_counts,
+    pad_array,
+    pad_blocks,
+    strided_blocks,
+    strided_width,
+    to_strided,
+)
 
 __all__ = [
     "block_log_predictive",
@@ -22,6 +30,7 @@ __all__ = [
     "count_table",
     "dirichlet_multinomial_log_evidence",
     "exchange",
+    "from_strided",
     "grouped_counts",
     "log_dirichlet",
     "log_rising_factorial",
@@ -34,7 +43,9 @@ __all__ = [
     "propose_from_members",
     "repeat_ranks",
     "strided_blocks",
+    "strided_width",
     "table_cells",
+    "to_strided",
     "token_log_predictive",
     "uniform_index",
 ]

@@ -1,10 +1,41 @@
-"""Block partitions for parallel sweeps (host-side numpy; the result is a static layout)."""
+"""Block partitions for parallel sweeps (host-side numpy; the result is a static layout), and the
+strided block layout of per-token arrays (numpy or JAX).
+
+Strided blocks deal items round-robin: with B blocks, item t is in block t mod B, at position
+t div B. A per-token array then *is* its block layout once reshaped: ``x.reshape(C, B).T`` is
+[B, C] with row b = block b (``to_strided``), and ``from_strided`` is the inverse; neither needs
+an index array, so a model can keep its per-token arrays in block order only.
+"""
 
 from __future__ import annotations
 
+import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["strided_blocks", "grouped_counts", "pad_array", "pad_blocks"]
+__all__ = ["strided_blocks", "grouped_counts", "pad_array", "pad_blocks", "to_strided",
+           "from_strided", "strided_width"]
+
+
+def strided_width(num_items: int, num_blocks: int) -> int:
+    """C, the width of the strided layout of `num_items` items in `num_blocks` blocks (>= 1)."""
+    return max(1, -(-num_items // num_blocks))
+
+
+def to_strided(x, num_blocks: int, fill=0, width: int | None = None):
+    """[B, C] strided block layout of the per-item array `x` [N, ...]: slot (b, c) holds
+    x[b + B c]; slots past the end (b + B c >= N) hold `fill`. `width`: C (default the
+    smallest, ``strided_width``; larger pads more). numpy in, numpy out; otherwise jax.numpy."""
+    xp = np if isinstance(x, np.ndarray) else jnp
+    n = x.shape[0]
+    c = strided_width(n, num_blocks) if width is None else width
+    x = xp.concatenate([x, xp.full((num_blocks * c - n,) + x.shape[1:], fill, x.dtype)])
+    return xp.swapaxes(x.reshape((c, num_blocks) + x.shape[1:]), 0, 1)
+
+
+def from_strided(blocked, num_items: int):
+    """The inverse of ``to_strided``: the first `num_items` items [N, ...] in item order."""
+    xp = np if isinstance(blocked, np.ndarray) else jnp
+    return xp.swapaxes(blocked, 0, 1).reshape((-1,) + blocked.shape[2:])[:num_items]
 
 
 def strided_blocks(num_items: int, num_blocks: int) -> tuple[np.ndarray, np.ndarray]:
