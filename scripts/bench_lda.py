@@ -196,6 +196,11 @@ def run_jaxtopics(engine: str, k: int, corpus, args) -> dict:
     t = time.perf_counter()
     compiled = run.lower(state, data, jnp.int32(0)).compile()
     compile_s = time.perf_counter() - t
+    # Device memory by XLA's own accounting, exact on every backend: what stays resident (the
+    # Data and State arrays, less the count tables) and the sweeps' temporaries at their peak.
+    tables = sum(x.nbytes for f, x in zip(state._fields, state) if f != "z")
+    resident = sum(x.nbytes for x in jax.tree.leaves((data, state))) - tables
+    temp = getattr(compiled.memory_analysis(), "temp_size_in_bytes", None)
     t = time.perf_counter()
     state = jax.block_until_ready(compiled(state, data, jnp.int32(0)))
     warm_s = time.perf_counter() - t
@@ -219,7 +224,8 @@ def run_jaxtopics(engine: str, k: int, corpus, args) -> dict:
         label += f" [init {init_kind}]"
     return dict(label=label, prepare_s=prepare_s, compile_s=compile_s,
                 warmup_s=compile_s + warm_s, timed_s=timed_s, ll_per_token=ll, init=init_kind,
-                device_peak_mb=dev_peak, device=str(dev))
+                device_peak_mb=dev_peak, device=str(dev), resident_bytes=resident,
+                sweep_temp_bytes=temp)
 
 
 def run_tomotopy(engine: str, k: int, corpus, args) -> dict:

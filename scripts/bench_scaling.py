@@ -8,7 +8,10 @@ every K of --ks (default 50, 500, 5000). Each point runs in its own subprocess t
 included), then --sweeps timed ones. Memory: the engine's own peak resident memory (CPU; RSS
 high-water mark after jax and the corpus are loaded) and the device's peak bytes in use where
 the backend reports it (GPU); "bytes/token" is that memory minus the int32 count tables
-(4 (V + D + 1) K bytes), per token. Cost should be linear in N: the "time/token" column stays
+(4 (V + D + 1) K bytes), per token; the last column is XLA's own account of the device
+memory, the same on every backend: the arrays that stay resident (Data and State less the count
+tables) and the sweeps' peak temporaries (``compiled.memory_analysis()``), per token. Cost should
+be linear in N: the "time/token" column stays
 flat down the N rows. Writes a markdown table, --json and a PNG plot (--png, needs matplotlib).
 """
 
@@ -88,17 +91,23 @@ def main() -> None:
             results.append(r)
 
     print("\n| N tokens | K | M tokens/s | ns / token | peak memory MiB (CPU RSS / device) "
-          "| bytes / token beyond the count tables |\n|---|---|---|---|---|---|")
+          "| bytes / token beyond the count tables | device bytes / token: resident + sweep "
+          "temporaries (XLA) |\n|---|---|---|---|---|---|---|")
     for r in results:
         if "error" in r:
-            print(f"| ~{r['n_target']:.0f} | {r['k']} | {r['error']} | | | |")
+            print(f"| ~{r['n_target']:.0f} | {r['k']} | {r['error']} | | | | |")
             continue
+        xla = ""
+        if r.get("resident_bytes") is not None:
+            xla = f"{r['resident_bytes'] / r['num_tokens']:.1f}"
+            if r.get("sweep_temp_bytes") is not None:
+                xla += f" + {r['sweep_temp_bytes'] / r['num_tokens']:.1f}"
         mem = r["device_peak_mb"] if r["device_peak_mb"] is not None else r["rss_delta_mb"]
         tables = 4 * (r["words"] + r["docs"] + 1) * r["k"] / 2**20
         per_token = (mem - tables) * 2**20 / r["num_tokens"]
         r["bytes_per_token"] = per_token
         print(f"| {r['num_tokens']:,} | {r['k']} | {r['tokens_per_s'] / 1e6:.2f} | "
-              f"{1e9 / r['tokens_per_s']:.0f} | {mem:.0f} | {per_token:.1f} |", flush=True)
+              f"{1e9 / r['tokens_per_s']:.0f} | {mem:.0f} | {per_token:.1f} | {xla} |", flush=True)
     series = sorted((r for r in results if "error" not in r and r["k"] == args.base_k),
                     key=lambda r: r["num_tokens"])
     if len(series) >= 2:       # the runtime's fixed memory cancels in the slope

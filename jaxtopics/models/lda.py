@@ -452,8 +452,8 @@ def _parallel_sweep(key: Array, state: State, data: Data, params: Params,
         valid = word < v                                    # the slots that hold a token
         if exact:
             u, old = xs[2:]
-            new = chunked_map(lambda c: _dense_block_draw(*c, st, params, v),
-                              (u, doc, word, old), chunk)
+            new = jnp.where(valid, chunked_map(lambda c: _dense_block_draw(*c, st, params, v),
+                                               (u, doc, word, old), chunk), 0)
             pos = None
         else:
             u, rank, b = xs[2:]
@@ -469,7 +469,7 @@ def _parallel_sweep(key: Array, state: State, data: Data, params: Params,
     def write_z(st: State, new: Array) -> State:
         if not exact:
             return st
-        new = jnp.where(_valid(data), new.reshape((-1, width))[:num_blocks], 0)
+        new = new.reshape((-1, width))[:num_blocks]
         return st._replace(z=jnp.append(from_strided(new, n), 0))
 
     if exact:
