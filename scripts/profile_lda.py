@@ -10,7 +10,8 @@ runs (best of):
 * ``rows``: reading each token's count rows n_d. and n_.w (the gathers of the draw).
 * ``draw``: rows + eq. (1) + the two-level categorical (``ops.collapsed_topic_draw``), against
   fixed counts.
-* ``moves``: writing a block's moves into n_dk, n_kw, n_k (``ops.move_counts``; exact sweeps write z once per sweep).
+* ``moves``: writing a block's moves into n_dk, n_kw, n_k (``ops.move_counts``; exact sweeps
+  write z once per sweep).
 
 ``draw`` + ``moves`` should come close to ``sweep``; the remainder is the scan's own cost.
 Prints a markdown table (ms per sweep, share of the sweep, M tokens/s).

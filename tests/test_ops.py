@@ -16,6 +16,7 @@ import pytest
 from scipy import special, stats
 
 from jaxtopics.ops import (
+    block_uniforms,
     categorical,
     categorical_logits,
     chunked_map,
@@ -500,3 +501,24 @@ def test_table_cells_reads_elementwise() -> None:
     rows = jnp.array([0, 3, 2, 3], jnp.int32)
     cols = jnp.array([4, 0, 2, 4], jnp.int32)
     np.testing.assert_array_equal(np.asarray(table_cells(table, rows, cols)), [4, 15, 12, 19])
+
+
+def test_block_uniforms_are_uniform_independent_and_reproducible() -> None:
+    """Uniform on [0, 1) (Kolmogorov-Smirnov), no lag-1 or pair correlation (the two halves of a
+    hash pair), different per block index and per key, identical for the same (key, index)."""
+    key = jax.random.key(7)
+    u = np.asarray(block_uniforms(key, 3, (50_000,)), np.float64)
+    assert u.min() >= 0.0 and u.max() < 1.0
+    assert stats.kstest(u, "uniform").pvalue > 1e-3
+    se = 1 / math.sqrt(u.size / 2)                       # sd of a correlation of n/2 pairs
+    assert abs(np.corrcoef(u[:-1], u[1:])[0, 1]) < 5 * se
+    assert abs(np.corrcoef(u[:25_000], u[25_000:])[0, 1]) < 5 * se
+    np.testing.assert_array_equal(u, np.asarray(block_uniforms(key, 3, (50_000,)), np.float64))
+    assert not np.array_equal(u[:100], np.asarray(block_uniforms(key, 4, (100,))))
+    assert not np.array_equal(u[:100], np.asarray(block_uniforms(jax.random.key(8), 3, (100,))))
+    shaped = block_uniforms(key, 3, (2, 5, 10))
+    assert shaped.shape == (2, 5, 10) and shaped.dtype == jnp.float32
+    batched = jax.vmap(lambda k: block_uniforms(k, 1, (4,)))(jax.random.split(key, 3))
+    assert batched.shape == (3, 4) and len({tuple(r) for r in np.asarray(batched)}) == 3
+    rbg = block_uniforms(jax.random.key(1, impl="rbg"), 0, (1000,))
+    assert rbg.shape == (1000,) and 0.4 < float(rbg.mean()) < 0.6

@@ -37,6 +37,7 @@ from ..corpus import Corpus
 from ..errors import ParameterError
 from ..validate import FLOAT32_MAX, check_float32, check_int, check_positive_int
 from ..ops import (
+    block_uniforms,
     categorical,
     categorical_logits,
     chunked_map,
@@ -431,11 +432,7 @@ def _parallel_sweep(key: Array, state: State, data: Data, params: Params,
     if not exact and data.word_rank is None:
         raise ParameterError("this Data was prepared for exact draws (mh_steps=0): prepare it "
                              "with the Params that set mh_steps > 0")
-    # Per-block inputs made once per sweep: a few large ops instead of one small one per block
-    # (XLA:CPU pays a fixed dispatch cost per op, larger still when it splits ops over threads).
-    # The MH kernel's 4 x mh_steps uniforms per token are drawn per block instead, so that no
-    # [4 mh_steps, N] array exists.
-    block_u = jax.random.uniform(key, data.word.shape)
+    # The uniforms are made block by block (``ops.block_uniforms``): no [N] array of them exists.
     # Exact draws never read z: a token's old topic is its topic at the start of the sweep (each
     # token is in one block), so z is read in block layout and written back once per sweep (a
     # reshape each way, no gather; reading a block's strided positions of z touches a new cache
@@ -451,15 +448,16 @@ def _parallel_sweep(key: Array, state: State, data: Data, params: Params,
         doc, word = xs[:2]
         valid = word < v                                    # the slots that hold a token
         if exact:
-            u, old = xs[2:]
+            old, b = xs[2:]
+            u = block_uniforms(key, b, (width,))
             new = jnp.where(valid, chunked_map(lambda c: _dense_block_draw(*c, st, params, v),
                                                (u, doc, word, old), chunk), 0)
             pos = None
         else:
-            u, rank, b = xs[2:]
+            rank, b = xs[2:]
             pos = jnp.where(valid, b + num_blocks * jnp.arange(width), n)   # n: z's dummy slot
             old = st.z[pos]
-            u = jax.random.uniform(jax.random.fold_in(key, b), (params.mh_steps, 4, width))
+            u = block_uniforms(key, b, (params.mh_steps, 4, width))
             new = _mh_block_draw(u, pos, doc, word, rank, old, st, data, params, v)
         st = _apply_moves(st, pos, doc, word, old, new, valid, None if delayed else axis_name)
         moves = (word, old, new, valid.astype(jnp.int32)) if delayed else None
@@ -473,9 +471,9 @@ def _parallel_sweep(key: Array, state: State, data: Data, params: Params,
         return st._replace(z=jnp.append(from_strided(new, n), 0))
 
     if exact:
-        xs = (data.doc, data.word, block_u, block_old)
+        xs = (data.doc, data.word, block_old, jnp.arange(num_blocks))
     else:
-        xs = (data.doc, data.word, block_u, data.word_rank, jnp.arange(num_blocks))
+        xs = (data.doc, data.word, data.word_rank, jnp.arange(num_blocks))
     if not delayed:
         (state, changed), (new, _) = jax.lax.scan(block, (state, jnp.int32(0)), xs)
         return write_z(state, new), SweepInfo(changed)

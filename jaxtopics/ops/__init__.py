@@ -10,7 +10,14 @@ from .polya import (
     repeat_ranks,
     token_log_predictive,
 )
-from .sampling import categorical, categorical_logits, chunked_map, log_dirichlet, uniform_index
+from .sampling import (
+    block_uniforms,
+    categorical,
+    categorical_logits,
+    chunked_map,
+    log_dirichlet,
+    uniform_index,
+)
 from .schedule import (
     from_strided,
     grouped_counts,
@@ -23,6 +30,7 @@ from .schedule import (
 
 __all__ = [
     "block_log_predictive",
+    "block_uniforms",
     "categorical",
     "categorical_logits",
     "chunked_map",

@@ -22,7 +22,8 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
-__all__ = ["categorical", "categorical_logits", "chunked_map", "log_dirichlet", "uniform_index"]
+__all__ = ["block_uniforms", "categorical", "categorical_logits", "chunked_map", "log_dirichlet",
+           "uniform_index"]
 
 _HIGHEST = jax.lax.Precision.HIGHEST
 
@@ -88,6 +89,28 @@ def categorical_logits(u: Array, logits: Array) -> Array:
     """`categorical` from unnormalised log-weights (max-shifted, so no overflow/underflow)."""
     shifted = logits - jax.lax.stop_gradient(jnp.max(logits, axis=-1, keepdims=True))
     return categorical(u, jnp.exp(shifted))
+
+
+def block_uniforms(key: Array, index: Array, shape: tuple[int, ...]) -> Array:
+    """float32 uniforms in [0, 1) of `shape` for block `index` of a sweep keyed `key`.
+
+    Made per block inside the sweep's loop, so no [N] array of uniforms, and none of the PRNG's
+    [N]-sized temporaries (16 bytes per token for ``jax.random.uniform`` of a whole sweep), ever
+    exists. The bits are the Threefry-2x32 hash of the counters 0..n-1 under the key
+    ``fold_in(key, index)``, two counters to a hash (JAX's classic, non-partitionable stream);
+    ``jax.random.uniform`` of one block costs one hash per number. Keys of another PRNG
+    implementation fall back to ``jax.random.uniform``.
+    """
+    from jax.extend.random import threefry_2x32
+
+    key = jax.random.fold_in(key, index)
+    size = math.prod(shape)
+    raw = jax.random.key_data(key)
+    if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key) and raw.shape != (2,):
+        return jax.random.uniform(key, shape)
+    bits = threefry_2x32(raw, jnp.arange(size, dtype=jnp.uint32))
+    one_to_two = jax.lax.bitcast_convert_type((bits >> 9) | jnp.uint32(0x3F800000), jnp.float32)
+    return (one_to_two - 1.0).reshape(shape)
 
 
 def uniform_index(u: Array, n: Array) -> Array:
