@@ -136,6 +136,8 @@ def _check_args(args: argparse.Namespace) -> None:
         raise ParameterError(f"--top-words must be >= 1, got {args.top_words}")
     if args.command == "show":
         return
+    if args.model is None:
+        args.model = _saved_model(args) or "lda"
     devices = getattr(args, "devices", None)
     if devices is not None and devices != "auto":
         check_positive_int(devices, "--devices")
@@ -175,6 +177,20 @@ def _check_args(args: argparse.Namespace) -> None:
         check_positive_int(multi[0], "--num-processes")
         if not 0 <= multi[1] < multi[0]:
             raise ParameterError(f"--process-id must be in [0, {multi[0]}), got {multi[1]}")
+
+
+def _saved_model(args: argparse.Namespace) -> str | None:
+    """The model name in ``--out``/model.jtm when --resume continues it (None otherwise; a file
+    that cannot be read is reported where the chain is loaded)."""
+    path = Path(args.out) / "model.jtm" if getattr(args, "resume", False) and args.out else None
+    if path is None or not path.is_file():
+        return None
+    from .io import load_model_file
+    try:
+        name = load_model_file(path)[1].get("model")
+    except JaxTopicsError:
+        return None
+    return name if name in _registry() else None
 
 
 def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) -> int:
@@ -252,7 +268,8 @@ def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) 
 
 
 def _add_model_args(p: argparse.ArgumentParser, *, sweeps: int) -> None:
-    p.add_argument("--model", choices=sorted(_registry()), default="lda")
+    p.add_argument("--model", choices=sorted(_registry()), default=None,
+                   help="default: lda; with --resume, the model saved in --out")
     for opt in _all_options():
         p.add_argument(opt.flag, dest=opt.arg, type=opt.type, default=None, help=opt.help)
     p.add_argument("--sentences", action="store_true",

@@ -175,6 +175,14 @@ def test_cli_fit_and_show(model, options, k, short_texts, tmp_path) -> None:
     assert shown.returncode == 0 and f"<{model.upper()} {k}" in shown.stdout, shown.stderr
     loaded = jt.load(out / "model.jtm")
     assert loaded.model == model and loaded.sweeps_done == 6
+    # --resume takes the model from the saved file (no --model needed); another --model is refused
+    r = _cli("fit", "--resume", "--sweeps", "2", "--input", str(short_texts), "--out", str(out),
+             "--no-progress")
+    assert r.returncode == 0, r.stderr
+    assert jt.load(out / "model.jtm").sweeps_done == 8
+    r = _cli("fit", "--resume", "--model", "lda", "--sweeps", "2", "--input", str(short_texts),
+             "--out", str(out), "--no-progress")
+    assert r.returncode == 2 and f"holds a {model!r} model, not --model lda" in r.stderr
 
 
 def test_cli_refuses_options_of_other_models(short_texts, tmp_path) -> None:
