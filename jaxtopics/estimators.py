@@ -89,6 +89,16 @@ class FittedModel:
     def _module(self) -> ModuleType:
         return MODELS[self.model].module
 
+    def _num_units(self, corpus: Corpus) -> int:
+        """What the model's ``SweepInfo.changed`` counts out of: tokens, or documents for a model
+        declaring ``CHANGED_UNIT = "documents"`` (over all processes of a multi-process run)."""
+        if getattr(self._module, "CHANGED_UNIT", "tokens") != "documents":
+            return self.num_tokens
+        if jax.process_count() == 1:
+            return corpus.num_docs
+        from . import distributed
+        return int(distributed._allgather_host(np.asarray([corpus.num_docs])).sum())
+
     @property
     def state(self) -> Any:
         """The functional chain state (a pytree of device arrays)."""
@@ -260,7 +270,7 @@ class FittedModel:
         state, trace = run_sweeps(
             model, self.params, data, state, chain_key,
             start=self.sweeps_done, num_sweeps=num_sweeps, num_tokens=self.num_tokens,
-            eval_every=eval_every, progress=progress,
+            num_units=self._num_units(corpus), eval_every=eval_every, progress=progress,
             checkpoint_every=checkpoint_every if checkpoint_path else None,
             on_checkpoint=save_checkpoint, on_chunk=keep)
         self.trace = old_trace + _shifted(trace)

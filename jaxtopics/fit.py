@@ -24,8 +24,9 @@ __all__ = ["TracePoint", "chain_keys", "run_sweeps"]
 
 
 class TracePoint(NamedTuple):
-    """One evaluation: after `sweep` sweeps, the log joint per token and the fraction of tokens
-    whose assignment changed in that sweep; `seconds` = wall time since the run started."""
+    """One evaluation: after `sweep` sweeps, the log joint per token and the fraction of the
+    model's latent units (tokens; documents for a model with ``CHANGED_UNIT = "documents"``) whose
+    assignment changed in that sweep; `seconds` = wall time since the run started."""
 
     sweep: int
     log_joint_per_token: float
@@ -88,6 +89,7 @@ def _boundaries(start: int, stop: int, *every: int | None) -> list[int]:
 
 def run_sweeps(model: ModuleType, params: Any, data: Any, state: Any, chain_key: Array, *,
                start: int, num_sweeps: int, num_tokens: int, eval_every: int = 10,
+               num_units: int | None = None,
                progress: bool | None = None, checkpoint_every: int | None = None,
                on_checkpoint: Callable[[Any, int, list[TracePoint]], None] | None = None,
                on_chunk: Callable[[Any, int, list[TracePoint]], None] | None = None,
@@ -101,7 +103,7 @@ def run_sweeps(model: ModuleType, params: Any, data: Any, state: Any, chain_key:
     stderr is a terminal. `on_checkpoint(state, sweeps_done, trace)` is called every
     `checkpoint_every` sweeps; `on_chunk(state, sweeps_done, trace)` after every jitted chunk (so a
     caller interrupted by Ctrl-C still holds a valid state: the argument buffer was donated).
-    Returns (state, trace).
+    `num_units`: what ``info.changed`` counts out of (default `num_tokens`). Returns (state, trace).
     """
     stop = start + num_sweeps
     bar = None
@@ -123,7 +125,8 @@ def run_sweeps(model: ModuleType, params: Any, data: Any, state: Any, chain_key:
                     state = model.grow(state, data, params)
             if (eval_every and point % eval_every == 0) or point == stop:
                 trace.append(TracePoint(point, float(lj) / max(num_tokens, 1),
-                                        int(changed) / max(num_tokens, 1), time.perf_counter() - t0))
+                                        int(changed) / max(num_units or num_tokens, 1),
+                                        time.perf_counter() - t0))
             if on_chunk is not None:
                 on_chunk(state, done, trace)
             if checkpoint_every and on_checkpoint and point % checkpoint_every == 0:

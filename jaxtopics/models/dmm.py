@@ -75,6 +75,10 @@ SHARDABLE = True
 SHARD_FIELDS = {"z": "docs", "doc_items": "docs", "doc_counts": "docs"}
 
 
+#: ``SweepInfo.changed`` counts documents (the trace divides it by the number of documents)
+CHANGED_UNIT = "documents"
+
+
 class Params(NamedTuple):
     """DMM hyper-parameters and kernel settings (hashable: a static argument under jit).
 

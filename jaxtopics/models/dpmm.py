@@ -91,6 +91,10 @@ SAMPLERS = ("parallel", "sequential")
 INITS = ("incremental", "one", "random")
 
 
+#: ``SweepInfo.changed`` counts documents (the trace divides it by the number of documents)
+CHANGED_UNIT = "documents"
+
+
 class Params(NamedTuple):
     """DPMM hyper-parameters and kernel settings (hashable: a static argument under jit).
 

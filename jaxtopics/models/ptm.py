@@ -138,7 +138,8 @@ class State(NamedTuple):
 
 
 class SweepInfo(NamedTuple):
-    """Per-sweep diagnostics: changed = pseudo-documents plus token topics that changed (int32)."""
+    """Per-sweep diagnostics: changed = tokens whose topic changed (int32; a document's change of
+    pseudo-document is not counted)."""
 
     changed: Array
 
@@ -342,8 +343,7 @@ def _sequential_sweep(key: Array, state: State, data: Data, params: Params) -> t
         new = _draw_pseudo(ul[docs], docs, one, st, data, params)
         st = _move_docs(st, docs, old, new, one)
         start = data.doc_start[m]
-        return jax.lax.fori_loop(start, start + data.doc_len[m], token,
-                                 (st, changed + (new[0] != old[0]).astype(jnp.int32)))
+        return jax.lax.fori_loop(start, start + data.doc_len[m], token, (st, changed))
 
     state, changed = jax.lax.fori_loop(0, d, document, (state, jnp.int32(0)))
     return state, SweepInfo(changed)
@@ -360,8 +360,7 @@ def _parallel_sweep(key: Array, state: State, data: Data, params: Params,
         docs, valid, u = xs
         old = st.pseudo[docs]
         new = chunked_map(lambda c: _draw_pseudo(*c, st, data, params), (u, docs, valid), doc_chunk)
-        st = _move_docs(st, docs, old, new, valid, axis_name)
-        return (st, changed + jnp.sum(valid & (new != old), dtype=jnp.int32)), None
+        return (_move_docs(st, docs, old, new, valid, axis_name), changed), None
 
     def token_block(carry, xs):
         st, changed = carry
