@@ -66,6 +66,32 @@ ENGLISH_STOP_WORDS: frozenset[str] = frozenset(
 
 _SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+|\s*\n\s*")
 _JOINERS = "'\u2019\u200c\u200d"   # apostrophes, zero-width (non-)joiner: inside a word only
+_HASH_CHUNK = 1 << 20                # rows hashed at a time by _hash_sums (bounded temporaries)
+
+
+def _mix64(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser, a bijective 64-bit mixer, elementwise on uint64 (wrapping)."""
+    x = x ^ (x >> np.uint64(30))
+    x = x * np.uint64(0xBF58476D1CE4E5B9)
+    x = x ^ (x >> np.uint64(27))
+    x = x * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def _hash_sums(family: int, *columns: np.ndarray) -> np.ndarray:
+    """uint64 [2]: for two seeds of `family`, the sum (mod 2^64) over rows of the chained mix
+    of the row's columns (non-negative integers): an order-sensitive digest that adds up over
+    any split of the rows."""
+    out = [0, 0]
+    n = columns[0].shape[0]
+    for lo in range(0, n, _HASH_CHUNK):
+        cols = [np.asarray(c[lo:lo + _HASH_CHUNK]).astype(np.uint64) for c in columns]
+        for j in range(2):
+            h = np.full(cols[0].shape, 0x9E3779B97F4A7C15 * (2 * family + j + 1) % 2**64, np.uint64)
+            for c in cols:
+                h = _mix64(h ^ c)
+            out[j] = (out[j] + int(h.sum(dtype=np.uint64))) % 2**64
+    return np.asarray(out, np.uint64)
 
 
 @functools.lru_cache(maxsize=1)
@@ -700,14 +726,25 @@ class Corpus:
             return None
         return [self.label_set(d) for d in range(self.num_docs)]
 
-    def fingerprint(self, sentences: bool = False) -> str:
+    def fingerprint(self, sentences: bool = False, version: int = 1) -> str:
         """SHA-256 hex digest of the tokens, document offsets and vocabulary (and, with
         `sentences`, of the sentence boundaries: what a sentence-level model's chain depends on).
+
+        ``version=2`` (what model files store since the multi-process release): ``"v2:"`` and a
+        digest that any split of the documents into contiguous parts computes alike, each part
+        hashing only its own documents (``fingerprint_parts``; the parts' sums and the totals
+        are combined by ``fingerprint_from_parts``), so a model fitted over P processes resumes
+        over any other number. ``version=1``: the digest below, of the whole arrays.
 
         Any str hashes (lone surrogates too). Where a word holds a newline, the word lengths are
         hashed as well, so ("a\\nb", "c") and ("a", "b\\nc") differ; other vocabularies hash
         as they always did (fingerprints in existing model files stay valid).
         """
+        if version == 2:
+            return self.fingerprint_from_parts(sentences, self.fingerprint_counts(sentences),
+                                               self.fingerprint_parts(sentences))
+        if version != 1:
+            raise ParameterError(f"fingerprint version must be 1 or 2, got {version!r}")
         h = hashlib.sha256()
         h.update(b"jaxtopics-corpus-v1\0")
         h.update(np.asarray([self.num_tokens, self.num_docs, self.num_words], "<i8").tobytes())
@@ -726,6 +763,46 @@ class Corpus:
             h.update(self.label_ids.astype("<i4", copy=False).tobytes())
             h.update("\n".join(self.label_names).encode("utf-8"))
         return h.hexdigest()
+
+    def fingerprint_counts(self, sentences: bool = False) -> np.ndarray:
+        """int64 [4]: tokens, documents, sentences (0 unless `sentences`), label entries: the
+        sizes a part of a split corpus contributes (summed for the totals, prefix-summed for
+        each part's offsets)."""
+        s = self.num_sentences if sentences and self.sentence_offsets is not None else 0
+        labels = 0 if self.label_ids is None else self.label_ids.shape[0]
+        return np.asarray([self.num_tokens, self.num_docs, s, labels], np.int64)
+
+    def fingerprint_parts(self, sentences: bool = False, offsets=(0, 0, 0, 0)) -> np.ndarray:
+        """uint64 sums (mod 2^64) over this corpus's tokens, documents, sentences and label
+        entries of a 64-bit hash of (global position, content), as the documents starting at
+        global `offsets` (``fingerprint_counts`` order) of a larger corpus: the parts of a split
+        corpus add up to the whole corpus's (``fingerprint(version=2)``)."""
+        t0, d0, s0, l0 = (int(x) for x in offsets)
+        docs = d0 + np.arange(self.num_docs, dtype=np.int64)
+        parts = [_hash_sums(1, t0 + np.arange(self.num_tokens, dtype=np.int64), self.word_ids),
+                 _hash_sums(2, docs, t0 + self.doc_offsets[:-1])]
+        if sentences and self.sentence_offsets is not None:
+            parts.append(_hash_sums(3, s0 + np.arange(self.num_sentences, dtype=np.int64),
+                                    t0 + self.sentence_offsets[:-1]))
+        if self.label_offsets is not None:
+            parts.append(_hash_sums(4, docs, l0 + self.label_offsets[:-1]))
+            parts.append(_hash_sums(5, l0 + np.arange(self.label_ids.shape[0], dtype=np.int64),
+                                    self.label_ids))
+        return np.concatenate(parts)
+
+    def fingerprint_from_parts(self, sentences: bool, counts, parts) -> str:
+        """The version-2 fingerprint from the totals (``fingerprint_counts`` summed over the
+        parts) and the parts' ``fingerprint_parts`` summed mod 2^64; the vocabulary and label
+        names are this corpus's (the same in every part)."""
+        h = hashlib.sha256()
+        h.update(b"jaxtopics-corpus-v2\0")
+        h.update(np.asarray([*counts, self.num_words, int(bool(sentences))], "<i8").tobytes())
+        h.update(np.asarray([len(w) for w in self.vocab], "<i8").tobytes())
+        h.update("\n".join(self.vocab).encode("utf-8", "surrogatepass"))
+        if self.label_names is not None:
+            h.update(b"\0label-names\0" + "\n".join(self.label_names).encode("utf-8", "surrogatepass"))
+        h.update(np.asarray(parts, np.uint64).astype("<u8").tobytes())
+        return "v2:" + h.hexdigest()
 
     def require_nonempty_docs(self, model: str) -> None:
         """Raise EmptyDocumentError if any document is empty (for models that need tokens)."""

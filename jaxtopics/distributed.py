@@ -209,11 +209,21 @@ def _merge_vocab(local: Corpus) -> Corpus:
                               sentence_offsets=local.sentence_offsets, labels=local.labels)
 
 
-def global_fingerprint(local: Corpus, sentences: bool = False) -> str:
-    """One fingerprint of the whole corpus of a multi-process run (every process's own part,
-    in process order); one process: ``corpus.fingerprint(sentences)``."""
+def global_fingerprint(local: Corpus, sentences: bool = False, version: int = 2) -> str:
+    """The fingerprint of the whole corpus of a multi-process run, from every process's own
+    documents; one process: ``corpus.fingerprint(sentences, version)``. Version 2 (what model
+    files store) equals the one-process fingerprint of the whole corpus, whatever the number of
+    processes: each process hashes its documents at their global offsets and the sums are added
+    (``Corpus.fingerprint_parts``). Version 1 (files written before): a hash of the processes'
+    own digests, valid for the same process layout only."""
     if jax.process_count() == 1:
-        return local.fingerprint(sentences)
+        return local.fingerprint(sentences, version)
+    if version == 2:
+        counts = _allgather_64(local.fingerprint_counts(sentences)).view(np.int64)   # [P, 4]
+        offsets = counts[:jax.process_index()].sum(0)
+        parts = _allgather_64(local.fingerprint_parts(sentences, offsets)).view(np.uint64)
+        total = [sum(int(x) for x in column) % 2**64 for column in parts.T]
+        return local.fingerprint_from_parts(sentences, counts.sum(0), total)
     import hashlib
     digests = _allgather_host(np.frombuffer(bytes.fromhex(local.fingerprint(sentences)), np.uint8))
     return hashlib.sha256(b"jaxtopics-multiprocess-v1\0" + digests.tobytes()).hexdigest()
@@ -302,6 +312,14 @@ def _allgather_host(x: np.ndarray) -> np.ndarray:
         return np.asarray(x)[None]
     from jax.experimental import multihost_utils
     return np.asarray(multihost_utils.process_allgather(np.asarray(x)))
+
+
+def _allgather_64(x: np.ndarray) -> np.ndarray:
+    """``_allgather_host`` of a 64-bit array, exact without jax's x64 mode (sent as uint32
+    pairs): [processes, ...] as uint64 bits, to ``view`` as the original dtype."""
+    x = np.ascontiguousarray(x)
+    pairs = _allgather_host(x.view(np.uint32))
+    return np.ascontiguousarray(pairs.astype(np.uint32)).view(np.uint64)
 
 
 def _local_shards(num_shards: int) -> range:

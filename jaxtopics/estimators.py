@@ -250,9 +250,14 @@ class FittedModel:
         devices = resolve_devices(self._module, self.params, corpus,
                                   self.shards if devices is None else devices)
         if (devices or 1) != (self.shards or 1) and self.sweeps_done > 0:
+            same = f"pass devices={self.shards or 1} to continue the same chain"
+            if jax.process_count() > 1:        # the CLI's --devices counts one process's devices
+                per = (self.shards or 1) / jax.process_count()
+                same = (f"pass devices={self.shards or 1}, the total over all processes, to "
+                        "continue the same chain; on the command line leave --devices out"
+                        + (f" or give --devices {int(per)}" if per == int(per) else ""))
             warnings.warn(f"this chain ran on {self.shards or 1} device(s) so far and continues on "
-                          f"{devices or 1}: the result differs from an uninterrupted run "
-                          f"(pass devices={self.shards or 1} to continue the same chain)",
+                          f"{devices or 1}: the result differs from an uninterrupted run ({same})",
                           ShardLayoutWarning, stacklevel=2)
         self.shards = devices if devices and devices > 1 else None     # 1 shard == the plain run
         if devices is not None:
@@ -407,14 +412,15 @@ def load(path: str | os.PathLike) -> FittedModel:
     return model
 
 
-def _fingerprint(corpus: Corpus, model: str) -> str:
+def _fingerprint(corpus: Corpus, model: str, version: int = 2) -> str:
     """The corpus fingerprint as `model` sees it (sentence boundaries included for a model that
-    needs them); in a multi-process run, of all processes' documents together."""
+    needs them); in a multi-process run, of all processes' documents together (version 2, what
+    new model files store, is the same for any number of processes)."""
     sentences = MODELS[model].needs_sentences
     if jax.process_count() == 1:
-        return corpus.fingerprint(sentences)
+        return corpus.fingerprint(sentences, version)
     from . import distributed
-    return distributed.global_fingerprint(corpus, sentences)
+    return distributed.global_fingerprint(corpus, sentences, version)
 
 
 def _check_sweeps(num_sweeps: int, eval_every: int, checkpoint_every: int | None,
@@ -482,7 +488,8 @@ class _Estimator:
                 raise ParameterError("a multi-process fit is sharded: pass devices= (the number of "
                                      "shards over all processes)")
             init_key = jax.random.fold_in(init_key, jax.process_index())
-            num_tokens = int(distributed._allgather_host(np.asarray([num_tokens])).sum())
+            num_tokens = int(distributed._allgather_64(np.asarray([num_tokens], np.int64))
+                             .view(np.int64).sum())
         state = self.module.init(init_key, data, self.params)
         fitted = self.fitted_class(self.name, self.params, corpus.vocab, int(seed), state, data,
                                    _fingerprint(corpus, self.name), 0, [], num_tokens)
@@ -776,10 +783,14 @@ def _check_same_corpus(model: FittedModel, corpus: Corpus) -> None:
     """resume's check: the very corpus (fingerprint) and the model's vocabulary, word by word."""
     if not isinstance(corpus, Corpus):
         raise CorpusError(f"resume expects a jaxtopics.Corpus, got {type(corpus).__name__}")
-    fingerprint = _fingerprint(corpus, model.model)
+    version = 2 if model.corpus_fingerprint.startswith("v2:") else 1     # older files: version 1
+    fingerprint = _fingerprint(corpus, model.model, version)
     if fingerprint != model.corpus_fingerprint:
+        layout = (" or, for a model file written before version-2 fingerprints, a multi-process "
+                  "run with another number of processes" if version == 1 else "")
         raise CorpusError("resume: this corpus is not the one the model was fitted on "
-                          f"(fingerprint {fingerprint[:12]} != {model.corpus_fingerprint[:12]})")
+                          f"(fingerprint {fingerprint[:15]} != {model.corpus_fingerprint[:15]}"
+                          f"{layout})")
     if corpus.vocab != model.vocab:
         if len(corpus.vocab) != len(model.vocab):
             why = f"{len(corpus.vocab)} words, the model has {len(model.vocab)}"

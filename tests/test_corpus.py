@@ -550,3 +550,39 @@ def test_from_jsonl_label_beyond_int64(tmp_path: Path):
         Corpus.from_jsonl(p, label_key="y")
     p.write_text(json.dumps({"text": "cats purr", "y": -(2**63)}) + "\n")
     assert Corpus.from_jsonl(p, label_key="y").labels.tolist() == [-(2**63)]
+
+
+def test_fingerprint_v2_adds_up_over_any_split_and_stays_sensitive():
+    """Version 2 (model files): the parts of any contiguous split of the documents, each hashed at
+    its global offsets, combine into the whole corpus's fingerprint (so a multi-process model
+    resumes over another number of processes); any change of content still changes it."""
+    from jaxtopics.datasets import synthetic_lda
+
+    base = synthetic_lda(num_docs=40, num_words=30, num_topics=3, mean_doc_length=6, seed=2).corpus
+    texts = [" ".join(base.vocab[w] for w in base.doc(d)) + ". x y" for d in range(40)]
+    variants = {
+        "plain": base,
+        "sentences": Corpus.from_texts(texts, sentences=True),
+        "labels": Corpus.from_texts(texts, labels=[["a", "b"][: 1 + d % 2] for d in range(40)]),
+    }
+    for name, c in variants.items():
+        sentences = name == "sentences"
+        whole = c.fingerprint(sentences, version=2)
+        assert whole.startswith("v2:") and whole != c.fingerprint(sentences)
+        for cuts in ([0, 40], [0, 1, 40], [0, 13, 14, 30, 40], list(range(0, 41, 4))):
+            parts = [c.subset(np.arange(a, b)) for a, b in zip(cuts[:-1], cuts[1:])]
+            counts = np.asarray([p.fingerprint_counts(sentences) for p in parts])
+            offsets = np.vstack([np.zeros(4, np.int64), np.cumsum(counts, 0)[:-1]])
+            sums = sum(p.fingerprint_parts(sentences, o).astype(object) for p, o in zip(parts, offsets))
+            assert c.fingerprint_from_parts(sentences, counts.sum(0), [int(x) % 2**64 for x in sums]) == whole
+    word_ids, offsets = base.word_ids.copy(), base.doc_offsets.copy()
+    v2 = base.fingerprint(version=2)
+    word_ids[5] = (word_ids[5] + 1) % base.num_words
+    assert Corpus.from_arrays(word_ids, offsets, base.vocab).fingerprint(version=2) != v2
+    offsets[3] += 1 if offsets[3] + 1 < offsets[4] else -1                # a moved boundary
+    assert Corpus.from_arrays(base.word_ids, offsets, base.vocab).fingerprint(version=2) != v2
+    swapped = base.vocab[1], base.vocab[0], *base.vocab[2:]
+    assert Corpus.from_arrays(base.word_ids, base.doc_offsets, swapped).fingerprint(version=2) != v2
+    assert variants["sentences"].fingerprint(True, 2) != variants["sentences"].fingerprint(False, 2)
+    with pytest.raises(ParameterError, match="version"):
+        base.fingerprint(version=3)

@@ -108,6 +108,13 @@ def test_two_processes_two_devices_each_resume_bitwise(tmp_path, reuters, reuter
     _check_counts(b, reuters)
     np.testing.assert_array_equal(a.assignments, b.assignments)
     assert a.trace[-1].log_joint_per_token == b.trace[-1].log_joint_per_token
+    # the saved fingerprint is the whole corpus's, so the chain continues in one process too
+    # (another layout: a warning, not a refusal)
+    assert a.corpus_fingerprint == reuters.fingerprint(version=2)
+    with pytest.warns(jt.ShardLayoutWarning, match="ran on 4 device"):
+        one = a.resume(reuters, 1, eval_every=1, progress=False, devices=1)
+    assert one.sweeps_done == 13 and one.shards is None
+    _check_counts(one, reuters)
 
 
 @pytest.mark.parametrize("model, options", [

@@ -211,3 +211,17 @@ def test_labels_of_the_wrong_length_or_as_strings():
     assert jt.Corpus.from_texts(texts, labels=["ab", "b", "b", "a"]).labels.tolist() == [0, 1, 1, 2]
     with pytest.raises(CorpusError, match="booleans"):
         jt.Corpus.from_texts(texts, labels=[True, False, True, False])
+
+
+def test_model_files_with_version_1_fingerprints_still_resume(small_corpus, tmp_path):
+    """Files written before version-2 fingerprints (the whole-array digest) resume as before; a
+    different corpus is still refused, the message naming the process-layout case too."""
+    model = jt.LDA(num_topics=3).fit(small_corpus, num_sweeps=2, progress=False)
+    assert model.corpus_fingerprint == small_corpus.fingerprint(version=2)
+    model.corpus_fingerprint = small_corpus.fingerprint()             # as an older file holds it
+    model.save(tmp_path / "old.jtm")
+    resumed = jt.load(tmp_path / "old.jtm").resume(small_corpus, 1, progress=False)
+    assert resumed.sweeps_done == 3
+    other = small_corpus.subset(np.arange(small_corpus.num_docs - 1))
+    with pytest.raises(jt.CorpusError, match="not the one the model was fitted on.*processes"):
+        jt.load(tmp_path / "old.jtm").resume(other, 1, progress=False)
