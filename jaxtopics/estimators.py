@@ -521,7 +521,9 @@ class LDA(_Estimator):
     module = lda
     options = (Option("--num-topics", "num_topics", int, "K, the number of topics"),
                Option("--sync-every", "sync_every", int,
-                      "sharded runs: blocks between exchanges of word-topic moves (LDA; default 1)"))
+                      "sharded runs: blocks between exchanges of word-topic moves (LDA; default 1)"),
+               Option("--num-blocks", "num_blocks", int, "blocks per parallel sweep (LDA: of "
+                      "tokens; DMM, DPMM: of documents; default 64)"))
 
     def __init__(self, num_topics: int = 20, alpha: float = 0.1, beta: float = 0.01,
                  sampler: str = "parallel", *, num_blocks: int = 64, mh_steps: int = 0,
@@ -957,8 +959,8 @@ class DMM(_Estimator):
     module = dmm
     options = (Option("--num-clusters", "num_clusters", int, "K, the largest number of clusters "
                       "(DMM)"),
-               Option("--num-blocks", "num_blocks", int, "blocks of documents per parallel "
-                      "sweep (DMM, DPMM)"))
+               Option("--num-blocks", "num_blocks", int, "blocks per parallel sweep (LDA: of "
+                      "tokens; DMM, DPMM: of documents; default 64)"))
 
     def __init__(self, num_clusters: int = 300, alpha: float = 0.1, beta: float = 0.1,
                  sampler: str = "parallel", *, num_blocks: int = 64, chunk_size: int = 8192):
@@ -983,8 +985,8 @@ class DPMM(_Estimator):
     module = dpmm
     options = (Option("--capacity", "capacity", int, "starting number of cluster slots, grown "
                       "when full (DPMM)"),
-               Option("--num-blocks", "num_blocks", int, "blocks of documents per parallel "
-                      "sweep (DMM, DPMM)"))
+               Option("--num-blocks", "num_blocks", int, "blocks per parallel sweep (LDA: of "
+                      "tokens; DMM, DPMM: of documents; default 64)"))
 
     def __init__(self, alpha: float = 1.0, beta: float = 0.02, sampler: str = "parallel", *,
                  num_blocks: int = 64, capacity: int = 64, init: str = "incremental",

@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+import jaxtopics as jt
 from conftest import SHARED_DATA
 
 
@@ -39,9 +40,10 @@ def test_fit_text_file(tmp_path):
     src.write_text("apples and pears are fruit\nthe cat sat on the mat\n\ncats chase mice and rats\n",
                    encoding="utf-8")
     r = _run("fit", "--num-topics", "2", "--sweeps", "5", "--input", str(src), "--out",
-             str(tmp_path / "o"), "--no-progress")
+             str(tmp_path / "o"), "--no-progress", "--num-blocks", "16")
     assert r.returncode == 0, r.stderr
     assert "corpus: 4 documents" in r.stdout      # the empty line is kept as an empty document
+    assert jt.load(tmp_path / "o" / "model.jtm").params.num_blocks == 16
 
 
 def test_fit_sharded_over_two_cpu_devices(tmp_path):
