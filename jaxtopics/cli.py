@@ -179,17 +179,22 @@ def _check_args(args: argparse.Namespace) -> None:
             raise ParameterError(f"--process-id must be in [0, {multi[0]}), got {multi[1]}")
 
 
-def _saved_model(args: argparse.Namespace) -> str | None:
-    """The model name in ``--out``/model.jtm when --resume continues it (None otherwise; a file
-    that cannot be read is reported where the chain is loaded)."""
+def _saved_meta(args: argparse.Namespace) -> dict:
+    """The metadata of ``--out``/model.jtm when --resume continues it, read without its arrays
+    ({} otherwise; a file that cannot be read is reported where the chain is loaded)."""
     path = Path(args.out) / "model.jtm" if getattr(args, "resume", False) and args.out else None
     if path is None or not path.is_file():
-        return None
+        return {}
     from .io import load_model_file
     try:
-        name = load_model_file(path)[1].get("model")
-    except JaxTopicsError:
-        return None
+        return load_model_file(path, arrays=False)[1]
+    except (OSError, JaxTopicsError):
+        return {}
+
+
+def _saved_model(args: argparse.Namespace) -> str | None:
+    """The model name saved in ``--out``/model.jtm when --resume continues it, else None."""
+    name = _saved_meta(args).get("model")
     return name if name in _registry() else None
 
 
@@ -318,12 +323,11 @@ def _cpu_devices(args: argparse.Namespace) -> int:
     splits it one per core when the model's kernel can be sharded (chosen before jax starts)."""
     devices = getattr(args, "devices", None)
     if devices is None and getattr(args, "resume", False):     # the saved chain's own layout
-        from .io import load_model_file
         try:
-            shards = int(load_model_file(Path(args.out) / "model.jtm")[1].get("shards", 1))
+            shards = int(_saved_meta(args).get("shards", 1))
             return max(1, shards // (getattr(args, "num_processes", None) or 1))   # per process
-        except (OSError, JaxTopicsError, TypeError, ValueError):
-            return 1                             # the resume itself reports a missing/bad file
+        except (TypeError, ValueError):
+            return 1                             # the resume itself reports a bad file
     if devices not in (None, "auto"):
         return devices
     from .distributed import shard_refusal

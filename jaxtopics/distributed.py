@@ -70,7 +70,7 @@ except ImportError:                     # pragma: no cover - older jax
 __all__ = ["AXIS", "ShardedData", "Sharded", "ShardedLDA", "initialize", "read_process_corpus",
            "global_fingerprint", "balanced_ranges", "split_documents", "make_mesh", "prepare", "init",
            "shard_state", "recount", "place", "sweep", "log_joint", "gather", "module_of",
-           "shard_refusal"]
+           "shard_refusal", "process_sum"]
 
 AXIS = "shards"
 
@@ -312,6 +312,14 @@ def _allgather_host(x: np.ndarray) -> np.ndarray:
         return np.asarray(x)[None]
     from jax.experimental import multihost_utils
     return np.asarray(multihost_utils.process_allgather(np.asarray(x)))
+
+
+def process_sum(value: int) -> int:
+    """`value` summed over the processes of a multi-process run (exact for 64-bit totals, such
+    as the tokens of a large corpus); one process: `value`."""
+    if jax.process_count() == 1:
+        return int(value)
+    return int(_allgather_64(np.asarray([value], np.int64)).view(np.int64).sum())
 
 
 def _allgather_64(x: np.ndarray) -> np.ndarray:

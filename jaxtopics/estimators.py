@@ -94,10 +94,8 @@ class FittedModel:
         declaring ``CHANGED_UNIT = "documents"`` (over all processes of a multi-process run)."""
         if getattr(self._module, "CHANGED_UNIT", "tokens") != "documents":
             return self.num_tokens
-        if jax.process_count() == 1:
-            return corpus.num_docs
-        from . import distributed
-        return int(distributed._allgather_host(np.asarray([corpus.num_docs])).sum())
+        from .distributed import process_sum
+        return process_sum(corpus.num_docs)
 
     @property
     def state(self) -> Any:
@@ -488,8 +486,7 @@ class _Estimator:
                 raise ParameterError("a multi-process fit is sharded: pass devices= (the number of "
                                      "shards over all processes)")
             init_key = jax.random.fold_in(init_key, jax.process_index())
-            num_tokens = int(distributed._allgather_64(np.asarray([num_tokens], np.int64))
-                             .view(np.int64).sum())
+            num_tokens = distributed.process_sum(num_tokens)
         state = self.module.init(init_key, data, self.params)
         fitted = self.fitted_class(self.name, self.params, corpus.vocab, int(seed), state, data,
                                    _fingerprint(corpus, self.name), 0, [], num_tokens)

@@ -567,8 +567,9 @@ def save_model_file(path: PathLike, arrays: Mapping[str, Any], meta: Mapping[str
             np.savez(f, **stored)
 
 
-def load_model_file(path: PathLike) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """Load a file written by :func:`save_model_file`; returns ``(arrays, meta)``.
+def load_model_file(path: PathLike, arrays: bool = True) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Load a file written by :func:`save_model_file`; returns ``(arrays, meta)`` (``arrays=False``:
+    the metadata only, the arrays are not read and come back as ``{}``).
 
     Raises FormatError if the file is not a jaxtopics model or has a newer format version.
     """
@@ -589,7 +590,7 @@ def load_model_file(path: PathLike) -> tuple[dict[str, np.ndarray], dict[str, An
         with loaded as npz:
             if _META_KEY not in npz.files:
                 raise FormatError(f"{not_model} (an .npz archive without {_META_KEY!r})", p)
-            arrays = {k: npz[k] for k in npz.files if k != _META_KEY}
+            arrays = {k: npz[k] for k in npz.files if k != _META_KEY} if arrays else {}
             meta_arr = npz[_META_KEY]
     except FormatError:
         raise

@@ -134,10 +134,6 @@ class Data:
     word_rank: Array | None
     num_tokens: int
 
-    def _replace(self, **changes) -> "Data":
-        import dataclasses
-        return dataclasses.replace(self, **changes)
-
 
 jax.tree_util.register_dataclass(
     Data, data_fields=["word", "doc", "doc_start", "doc_len", "word_start", "word_len",
@@ -618,11 +614,10 @@ def fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps
     n, d, v = _sizes(new_data)
     k = params.num_topics
     num_sweeps = check_positive_int(num_sweeps, "fold_in: num_sweeps")
-    v_fit = state.word_topic.shape[0]
-    if n > 0 and int(jnp.max(jnp.where(_valid(new_data), new_data.word, 0))) >= v_fit:
+    valid = _valid(new_data)
+    if n > 0 and int(jnp.max(jnp.where(valid, new_data.word, 0))) >= state.word_topic.shape[0]:
         raise ParameterError("fold_in: new documents use word ids outside the fitted vocabulary")
     phi_vk = estimate(state, params)["phi"].T                               # [V, K]
-    valid = _valid(new_data)
     z0 = jax.random.randint(jax.random.fold_in(key, 0), (n,), 0, k)
     doc, _, counted = _corpus_order(new_data)
     ndk = count_table((d, k), doc, z0, weights=counted)
