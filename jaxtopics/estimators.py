@@ -237,7 +237,7 @@ class FittedModel:
             self._data = self._module.prepare(corpus, self.params)
             rebuild = getattr(self._module, "rebuild", None)     # recount tables from the latents
             if rebuild is not None:
-                self._state = rebuild(self._state, self._data, self.params)
+                self._state = _checked_rebuild(rebuild, self._state, self._data, self.params)
         _check_sweeps(num_sweeps, eval_every, checkpoint_every, checkpoint_path)
         _, chain_key = chain_keys(self.seed)
 
@@ -922,6 +922,19 @@ def _state_from_arrays(module: ModuleType, params: Any, arrays: dict, path: Any,
     if problem:
         raise FormatError(f"inconsistent state: {problem}", path=str(path))
     return module.State(*(jnp.asarray(a) for a in host))
+
+
+def _checked_rebuild(rebuild, state: Any, data: Any, params: Any) -> Any:
+    """The model's ``rebuild`` (count tables recounted from the latent variables) of a state
+    read from a file, which must give the tables back unchanged: a file whose tables disagree
+    with its own assignments is damaged or edited, and is refused rather than repaired."""
+    rebuilt = rebuild(state, data, params)
+    differ = [f for f, a, b in zip(state._fields, state, rebuilt)
+              if np.shape(a) != np.shape(b) or not np.array_equal(np.asarray(a), np.asarray(b))]
+    if differ:
+        raise FormatError(f"inconsistent state: {', '.join(differ)} disagree(s) with the "
+                          "assignments saved with them (a damaged or edited model file)")
+    return rebuilt
 
 
 def _trace_from_arrays(arrays: dict, sweeps_done: int, path: Any) -> list[TracePoint]:

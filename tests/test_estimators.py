@@ -480,6 +480,28 @@ def test_load_checks_everything_in_the_file(saved_model, tmp_path, edit, match):
     assert str(e.value).startswith(str(bad))
 
 
+@pytest.mark.parametrize("make, field", [
+    (lambda: jt.DMM(num_clusters=4), "word_cluster"),
+    (lambda: jt.PTM(num_topics=3, num_pseudo_docs=4), "pseudo_topic"),
+    (lambda: jt.HDP(), "word_topic"),
+])
+def test_resume_refuses_tables_that_disagree_with_the_saved_assignments(tmp_path, make, field):
+    """Every model, not only LDA (check_state on load): resume recounts the tables from the
+    saved latents (``rebuild``) and refuses a file whose tables disagree, instead of silently
+    repairing or trusting them."""
+    from jaxtopics.datasets import synthetic_lda
+
+    corpus = synthetic_lda(num_docs=12, num_words=20, num_topics=3, mean_doc_length=8, seed=2).corpus
+    m = make().fit(corpus, num_sweeps=3, seed=0, progress=False)
+    m.save(tmp_path / "m.jtm")
+    jt.load(tmp_path / "m.jtm").resume(corpus, 1, progress=False)           # intact: fine
+    table = np.array(getattr(m.state, field))
+    table[(0,) * table.ndim] += 1
+    bad = _rewrite(tmp_path / "m.jtm", tmp_path / "bad.jtm", arrays={f"state.{field}": table})
+    with pytest.raises(FormatError, match=f"inconsistent state: {field} disagree"):
+        jt.load(bad).resume(corpus, 1, progress=False)
+
+
 def test_load_reads_format_1_files(saved_model, tmp_path):
     """The previous model format (unicode vocab array, no num_docs) still loads, checked too."""
     path, m = saved_model

@@ -20,14 +20,19 @@ from jaxtopics.ops import (
     categorical,
     categorical_logits,
     chunked_map,
+    LANE_MULTIPLE,
     count_table,
     dirichlet_multinomial_log_evidence,
+    exchange,
+    from_strided,
     log_dirichlet,
     log_rising_factorial,
     mh_accept,
     move_counts,
     propose_from_members,
     strided_blocks,
+    strided_width,
+    to_strided,
     uniform_index,
 )
 from enumeration_stats import pooled_chisquare_p as _pooled_chisquare_p, tv_bound as _tv_bound
@@ -186,6 +191,22 @@ def test_categorical_fallback_under_vmap() -> None:
     z = np.asarray(jax.vmap(categorical)(jnp.asarray(u), jnp.broadcast_to(jnp.asarray(w), (3, 4, 50))))
     assert z.shape == (3, 4)
     assert (z < 10).all(), z
+
+
+def test_categorical_without_a_conditional_off_the_cpu(monkeypatch) -> None:
+    """Off the CPU the rounding fallback is a select, not a lax.cond (a GPU conditional syncs
+    with the host); the draws are the same, fallback rows included."""
+    top = np.float32(1) - np.float32(2.0 ** -24)
+    w = np.zeros((6, 50), np.float32)
+    w[:, :10] = np.float32(0.1)                    # trailing zeros: u = top needs the fallback
+    u = np.array([top, 0.0, 0.3, top, 0.99, 0.5], np.float32)
+    on_cpu = np.asarray(jax.jit(categorical)(jnp.asarray(u), jnp.asarray(w)))
+    assert " conditional(" in jax.jit(categorical).lower(u, w).compile().as_text()
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    select = jax.jit(lambda u, w: categorical(u, w))
+    assert " conditional(" not in select.lower(u, w).compile().as_text()
+    np.testing.assert_array_equal(np.asarray(select(jnp.asarray(u), jnp.asarray(w))), on_cpu)
+    assert (on_cpu < 10).all()
 
 
 def test_categorical_shapes_and_dtype() -> None:
@@ -409,6 +430,55 @@ def test_strided_blocks_partition(n: int, b: int) -> None:
     # interleaved: block j holds j, j+B, j+2B, ...
     for j in range(nb):
         np.testing.assert_array_equal(index[j][valid[j]], np.arange(j, n, nb))
+
+
+@pytest.mark.parametrize("n,b", [(1, 64), (7, 3), (1000, 64), (999427, 64), (4096, 16)])
+def test_strided_layout_is_lane_aligned_and_invertible(n: int, b: int) -> None:
+    width = strided_width(n, b)
+    if n >= 16 * LANE_MULTIPLE * b:          # wide blocks: whole SIMD vectors, padding <= 1/16
+        assert width % LANE_MULTIPLE == 0 and width * b >= n > (width - LANE_MULTIPLE) * b
+    else:                                    # narrow ones (tiny corpora): no padding beyond B
+        assert width == -(-n // b)
+    x = np.arange(n, dtype=np.int32)
+    blocked = to_strided(x, b, fill=-1)
+    assert blocked.shape == (b, width)
+    assert blocked[(n - 1) % b, (n - 1) // b] == n - 1 and (blocked == -1).sum() == b * width - n
+    np.testing.assert_array_equal(from_strided(blocked, n), x)
+    np.testing.assert_array_equal(np.asarray(from_strided(to_strided(jnp.asarray(x), b), n)), x)
+
+
+def test_exchange_packs_arrays_into_one_all_gather_per_dtype() -> None:
+    """Inside shard_map, exchange == one tiled all_gather of each array, whatever the mix of
+    dtypes and trailing shapes, with one collective per dtype."""
+    from jax.sharding import Mesh, PartitionSpec as P
+
+    from jaxtopics.distributed import _shard_map as shard_map
+
+    mesh = Mesh(np.array(jax.devices()[:4]), ("shards",))
+    rng = np.random.default_rng(0)
+    arrays = (rng.integers(0, 9, (4 * 5,), dtype=np.int32),
+              rng.integers(0, 9, (4 * 5, 3), dtype=np.int32),
+              rng.random((4 * 5,)).astype(np.float32),
+              rng.random((4 * 5,)) < 0.5,
+              rng.integers(0, 9, (4 * 5,), dtype=np.int32))
+
+    def gathered(fn):
+        return shard_map(fn, mesh=mesh, in_specs=(P("shards"),) * len(arrays),
+                         out_specs=(P(),) * len(arrays), check_vma=False)(*arrays)
+
+    got = gathered(lambda *a: exchange("shards", *a))
+    want = gathered(lambda *a: tuple(jax.lax.all_gather(x, "shards", tiled=True) for x in a))
+    for g, w, a in zip(got, want, arrays):
+        assert g.dtype == a.dtype and g.shape == a.shape
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+        np.testing.assert_array_equal(np.asarray(g), a)       # every shard's part, shard order
+    hlo = jax.jit(lambda *a: shard_map(lambda *x: exchange("shards", *x), mesh=mesh,
+                                       in_specs=(P("shards"),) * len(arrays),
+                                       out_specs=(P(),) * len(arrays), check_vma=False)(*a)
+                  ).lower(*arrays).compile().as_text()
+    gathers = [line for line in hlo.splitlines() if " all-gather(" in line]
+    assert len(gathers) == 3, gathers                                      # int32, float32, bool
+    assert exchange(None, *arrays) == arrays
 
 
 @pytest.mark.parametrize("n,b", [(0, 3), (3, 0), (-1, 2)])

@@ -37,6 +37,7 @@ from ..corpus import Corpus
 from ..errors import ParameterError
 from ..validate import FLOAT32_MAX, check_float32, check_int, check_positive_int
 from ..ops import (
+    LANE_MULTIPLE,
     block_uniforms,
     categorical,
     categorical_logits,
@@ -51,6 +52,7 @@ from ..ops import (
     move_counts,
     pad_array,
     propose_from_members,
+    round_up,
     sharded_sweep,
     table_cells,
     to_strided,
@@ -408,12 +410,15 @@ def _draw_chunk(params: Params, block_size: int) -> int:
     few enough that a chunk's [chunk, K] float32 weights (_CPU_DRAW_ELEMENTS) stay in a core's L2
     cache: the categorical reads them three times, the last time by a strided gather (measured
     1.2-1.5x faster K=500 sweeps with 1024- than with 8192-token chunks). The block is split
-    into equal chunks (no more padding than needed). Chunking does not change the draws."""
+    into equal chunks, of a multiple of ``ops.LANE_MULTIPLE`` tokens (whole SIMD vectors) when
+    that pads by at most 1/16.
+    Chunking does not change the draws."""
     chunk = params.chunk_size
     if jax.default_backend() == "cpu":
         chunk = min(chunk, max(64, _CPU_DRAW_ELEMENTS // params.num_topics))
     pieces = -(-block_size // chunk)
-    return -(-block_size // pieces)
+    chunk = -(-block_size // pieces)
+    return round_up(chunk, LANE_MULTIPLE) if chunk >= 16 * LANE_MULTIPLE else chunk
 
 
 #: [chunk, K] elements of the exact draw's working weights on XLA:CPU (1 MiB of float32)
@@ -429,71 +434,89 @@ def _parallel_sweep(key: Array, state: State, data: Data, params: Params,
         raise ParameterError("this Data was prepared for exact draws (mh_steps=0): prepare it "
                              "with the Params that set mh_steps > 0")
     # The uniforms are made block by block (``ops.block_uniforms``): no [N] array of them exists.
-    # Exact draws never read z: a token's old topic is its topic at the start of the sweep (each
-    # token is in one block), so z is read in block layout and written back once per sweep (a
-    # reshape each way, no gather; reading a block's strided positions of z touches a new cache
-    # line per token, ~25 % of a K=50 sweep on XLA:CPU). The MH kernel's proposals read other
-    # tokens' current topics, so it keeps z up to date block by block.
-    block_old = to_strided(state.z[:n], num_blocks, width=width) if exact else None
+    # Exact draws never read z inside the sweep: a token's old topic is its topic at the start of
+    # the sweep (each token is in one block). So z is laid out once in block layout [B, C] (plus
+    # a row for the padding blocks of a delayed exchange), each block reads its row and its new
+    # topics are written back in place (the scan carries the buffer), and z is rebuilt from it
+    # once per sweep (a reshape each way, no gather; reading a block's strided positions of z
+    # touches a new cache line per token, ~25 % of a K=50 sweep on XLA:CPU): one [N] buffer of
+    # sweep temporaries. The MH kernel's proposals read other tokens' current topics, so it
+    # keeps z itself up to date block by block.
     chunk = _draw_chunk(params, width)
-
     delayed = axis_name is not None and params.sync_every > 1
 
     def block(carry, xs):
-        st, changed = carry
-        doc, word = xs[:2]
+        st, changed, topics = carry
+        doc, word, b = xs[:3]
         valid = word < v                                    # the slots that hold a token
         if exact:
-            old, b = xs[2:]
+            # The previous block's new topics are written first: written after this block's
+            # reads of its old ones, the update could not be in place (XLA copies the buffer).
+            buffer, (last, last_b) = topics
+            buffer = jax.lax.dynamic_update_index_in_dim(buffer, last, last_b, 0)
+            old = buffer[b]
             u = block_uniforms(key, b, (width,))
             new = jnp.where(valid, chunked_map(lambda c: _dense_block_draw(*c, st, params, v),
                                                (u, doc, word, old), chunk), 0)
+            topics = (buffer, (new, b))
             pos = None
         else:
-            rank, b = xs[2:]
+            rank = xs[3]
             pos = jnp.where(valid, b + num_blocks * jnp.arange(width), n)   # n: z's dummy slot
             old = st.z[pos]
             u = block_uniforms(key, b, (params.mh_steps, 4, width))
             new = _mh_block_draw(u, pos, doc, word, rank, old, st, data, params, v)
         st = _apply_moves(st, pos, doc, word, old, new, valid, None if delayed else axis_name)
         moves = (word, old, new, valid.astype(jnp.int32)) if delayed else None
-        return (st, changed + jnp.sum(valid & (new != old), dtype=jnp.int32)), (new if exact else None,
-                                                                                 moves)
+        changed = changed + jnp.sum(valid & (new != old), dtype=jnp.int32)
+        return (st, changed, topics), moves
 
-    def write_z(st: State, new: Array) -> State:
-        if not exact:
-            return st
-        new = new.reshape((-1, width))[:num_blocks]
-        return st._replace(z=jnp.append(from_strided(new, n), 0))
-
+    topics = None                        # exact: (z in block layout, (a block's new topics, b))
     if exact:
-        xs = (data.doc, data.word, block_old, jnp.arange(num_blocks))
+        buffer = to_strided(state.z[:n], num_blocks, width=width)
+        if delayed and num_blocks % params.sync_every:
+            buffer = jnp.concatenate([buffer, jnp.zeros((1, width), jnp.int32)])
+        topics = (buffer, (buffer[0], jnp.int32(0)))
+    xs = (data.doc, data.word, jnp.arange(num_blocks))
+    if not exact:
+        xs = xs + (data.word_rank,)
+    carry = (state, jnp.int32(0), topics)
+    if delayed:
+        carry = _delayed_blocks(block, carry, xs, params.sync_every, v, num_blocks, axis_name)
     else:
-        xs = (data.doc, data.word, data.word_rank, jnp.arange(num_blocks))
-    if not delayed:
-        (state, changed), (new, _) = jax.lax.scan(block, (state, jnp.int32(0)), xs)
-        return write_z(state, new), SweepInfo(changed)
+        carry, _ = jax.lax.scan(block, carry, xs)
+    state, changed, topics = carry
+    if exact:
+        buffer, (last, last_b) = topics
+        buffer = jax.lax.dynamic_update_index_in_dim(buffer, last, last_b, 0)
+        state = state._replace(z=jnp.append(from_strided(buffer[:num_blocks], n), 0))
+    return state, SweepInfo(changed)
 
-    # Delayed exchange: E blocks with local moves only, then the other shards' moves of those
-    # E blocks in one all_gather (padding blocks to a multiple of E are empty: word V).
-    e = params.sync_every
+
+def _delayed_blocks(block, carry, xs, sync_every: int, v: int, num_blocks: int, axis_name: str):
+    """A sharded sweep's blocks with delayed exchange: E = `sync_every` blocks with local moves
+    only (``block`` returns its word-topic moves instead of exchanging them), then the other
+    shards' moves of those E blocks in one exchange. Padding blocks to a multiple of E are
+    empty (word V, block index B)."""
+    e = sync_every
     groups = -(-num_blocks // e)
     fill = groups * e - num_blocks
-    xs = tuple(jnp.concatenate([x, jnp.full((fill,) + x.shape[1:], v if i == 1 else 0, x.dtype)])
+    fills = (0, v, num_blocks, 0)                 # doc, word, block index, rank
+    xs = tuple(jnp.concatenate([x, jnp.full((fill,) + x.shape[1:], fills[i], x.dtype)])
                .reshape((groups, e) + x.shape[1:]) for i, x in enumerate(xs))
 
     def group(carry, gxs):
-        (st, changed), (new, moves) = jax.lax.scan(block, carry, gxs)
-        word, old, new_topic, weight = (jax.lax.all_gather(m.reshape(-1), axis_name) for m in moves)
-        mine = jnp.arange(word.shape[0])[:, None] == jax.lax.axis_index(axis_name)
-        weight = jnp.where(mine, 0, weight).reshape(-1)
-        word, old, new_topic = word.reshape(-1), old.reshape(-1), new_topic.reshape(-1)
-        st = st._replace(word_topic=move_counts(st.word_topic, word, old, new_topic, weight),
-                         topic=move_counts(st.topic, None, old, new_topic, weight))
-        return (st, changed), new
+        carry, moves = jax.lax.scan(block, carry, gxs)
+        size = moves[0].size                       # this shard's moves of the E blocks
+        word, old, new, weight = exchange(axis_name, *(m.reshape(-1) for m in moves))
+        mine = jnp.arange(word.shape[0]) // size == jax.lax.axis_index(axis_name)
+        weight = jnp.where(mine, 0, weight)        # a shard's own moves are applied already
+        st = carry[0]
+        st = st._replace(word_topic=move_counts(st.word_topic, word, old, new, weight),
+                         topic=move_counts(st.topic, None, old, new, weight))
+        return (st,) + carry[1:], None
 
-    (state, changed), new = jax.lax.scan(group, (state, jnp.int32(0)), xs)
-    return write_z(state, new), SweepInfo(changed)
+    return jax.lax.scan(group, carry, xs)[0]
 
 
 def _uncollapsed_sweep(key: Array, state: State, data: Data, params: Params) -> tuple[State, SweepInfo]:

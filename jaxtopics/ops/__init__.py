@@ -19,16 +19,19 @@ from .sampling import (
     uniform_index,
 )
 from .schedule import (
+    LANE_MULTIPLE,
     from_strided,
     grouped_counts,
     pad_array,
     pad_blocks,
+    round_up,
     strided_blocks,
     strided_width,
     to_strided,
 )
 
 __all__ = [
+    "LANE_MULTIPLE",
     "block_log_predictive",
     "block_uniforms",
     "categorical",
@@ -48,6 +51,7 @@ __all__ = [
     "sharded_sweep",
     "pad_array",
     "pad_blocks",
+    "round_up",
     "propose_from_members",
     "repeat_ranks",
     "strided_blocks",

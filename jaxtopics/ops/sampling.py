@@ -36,14 +36,19 @@ def _pick(prefix: Array, target: Array, weights: Array) -> Array:
     entry (matmul prefix sums are not guaranteed monotone in the last bit); then fall back to the
     heaviest entry, an event of probability ~1e-7 that cannot select an impossible category. The
     fallback's argmax runs only when some row needs it (``lax.cond``; an argmax for every row
-    cost 10 % of a K=50 sweep).
+    cost 10 % of a K=50 sweep) on the CPU; elsewhere it always runs, as a select (XLA's GPU
+    conditional copies its predicate to the host: one synchronisation per chunk). The result is
+    the same either way.
     """
     n = prefix.shape[0]
     i = jnp.minimum(jnp.sum(prefix <= target[None, :], axis=0, dtype=jnp.int32), n - 1)
     ok = jnp.take_along_axis(weights, i[None, :], 0)[0] > 0
-    return jax.lax.cond(
-        jnp.all(ok), lambda: i,
-        lambda: jnp.where(ok, i, jnp.argmax(weights, axis=0).astype(jnp.int32)))
+
+    def fallback():
+        return jnp.where(ok, i, jnp.argmax(weights, axis=0).astype(jnp.int32))
+    if jax.default_backend() != "cpu":
+        return fallback()
+    return jax.lax.cond(jnp.all(ok), lambda: i, fallback)
 
 
 def categorical(u: Array, weights: Array) -> Array:
