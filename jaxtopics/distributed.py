@@ -8,7 +8,7 @@ of the model's global tables (word-topic, topic totals, cluster sizes, pseudo-do
 ...). A sweep is the model's blocked ``parallel`` sweep run with ``axis_name="shards"``: the
 devices visit their blocks in step, each drawing its block against the counts at the block's
 start, and after each block the devices exchange that block's moves of the global tables
-(``ops.exchange``: one ``all_gather`` of the move arrays) and apply all of them to their copies.
+(``ops.exchange``: one packed ``all_gather`` of the move arrays) and apply all of them to their copies.
 So a sweep on P devices is the single-device blocked sweep whose block b is the union of the
 devices' blocks b: the same staleness (1/blocks of the corpus), the same quality, with the draws
 split P ways. One device gives exactly the model's ``sweep``. (For LDA a plain AD-LDA sweep,

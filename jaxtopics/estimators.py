@@ -84,6 +84,7 @@ class FittedModel:
         self.num_tokens = num_tokens
         self._state = state
         self._data = data
+        self._tables_from_file = False   # load(): resume checks them against the latents
 
     @property
     def _module(self) -> ModuleType:
@@ -236,8 +237,11 @@ class FittedModel:
         if self._data is None and jax.process_count() == 1:
             self._data = self._module.prepare(corpus, self.params)
             rebuild = getattr(self._module, "rebuild", None)     # recount tables from the latents
-            if rebuild is not None:
+            if rebuild is not None and self._tables_from_file:
                 self._state = _checked_rebuild(rebuild, self._state, self._data, self.params)
+            elif rebuild is not None:                    # e.g. to_lda() of a loaded HDP model
+                self._state = rebuild(self._state, self._data, self.params)
+        self._tables_from_file = False
         _check_sweeps(num_sweeps, eval_every, checkpoint_every, checkpoint_path)
         _, chain_key = chain_keys(self.seed)
 
@@ -399,6 +403,7 @@ def load(path: str | os.PathLike) -> FittedModel:
     model = MODELS[name].fitted_class(name, params, vocab, seed, state, None, fingerprint,
                                       sweeps_done, trace, num_tokens)
     model.text_options = options
+    model._tables_from_file = True
     shards = 1 if "shards" not in meta else _meta_value(                 # older files: one device
         meta, "shards", path, lambda v, n: check_int(v, n, low=1))
     model.shards = None if shards == 1 else shards

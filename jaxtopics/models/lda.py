@@ -546,7 +546,7 @@ def sweep(key: Array, state: State, data: Data, params: Params,
 
     `axis_name`: inside ``shard_map`` over documents (``jaxtopics.distributed``), the mesh axis
     the shards are mapped over. The ``parallel`` kernel then exchanges every block's word-topic
-    moves between the shards (one ``all_gather``), so that a sharded sweep is the same blocked
+    moves between the shards (one packed ``all_gather``), so that a sharded sweep is the same blocked
     sweep as on one device, with block b the union of the shards' blocks b. Exact draws only:
     the MH proposals draw from a shard's own tokens, not from the whole corpus.
     """
