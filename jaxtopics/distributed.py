@@ -59,7 +59,7 @@ from jax import Array
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from .corpus import Corpus
-from .errors import ParameterError
+from .errors import JaxTopicsError, ParameterError
 from .models import lda
 
 try:                                    # jax >= 0.6 exports shard_map at the top level
@@ -290,8 +290,8 @@ def prepare(corpus: Corpus, params: Any, num_shards: int,
     processes = jax.process_count()
     if num_shards % processes:
         raise ParameterError(f"{num_shards} shards cannot be split evenly over {processes} processes")
-    parts = [module.prepare(corpus.subset(ix), params)
-             for ix in split_documents(corpus, num_shards // processes)]
+    parts = _on_every_process(lambda: [module.prepare(corpus.subset(ix), params)
+                                       for ix in split_documents(corpus, num_shards // processes)])
     names = list(module.shard_sizes(parts[0]))
     local = np.array([[int(module.shard_sizes(p)[k]) for p in parts] for k in names], np.int64)
     all_sizes = _allgather_host(local).transpose(1, 0, 2).reshape(len(names), -1)   # [keys, shards]
@@ -304,6 +304,25 @@ def prepare(corpus: Corpus, params: Any, num_shards: int,
     shapes = tuple((f, tuple(getattr(probe, f).shape)) for f in module.SHARD_FIELDS)
     sizes = {k: jnp.asarray(all_sizes[i], jnp.int32) for i, k in enumerate(names)}
     return ShardedData(data=data, sizes=sizes, module=module, shapes=shapes)
+
+
+def _on_every_process(fn):
+    """``fn()``, where a JaxTopicsError on any process of a multi-process run is raised on every
+    process (the others would otherwise wait in the next collective for the one that left)."""
+    if jax.process_count() == 1:
+        return fn()
+    error = None
+    try:
+        result = fn()
+    except JaxTopicsError as e:
+        result, error = None, e
+    failed = np.flatnonzero(_allgather_host(np.array([error is not None], np.int32))[:, 0])
+    if error is not None:
+        raise error
+    if failed.size:
+        raise ParameterError(f"process(es) {failed.tolist()} could not lay out their documents "
+                             "(their own error says why)")
+    return result
 
 
 def _allgather_host(x: np.ndarray) -> np.ndarray:

@@ -243,6 +243,9 @@ class FittedModel:
                 self._state = rebuild(self._state, self._data, self.params)
         self._tables_from_file = False
         _check_sweeps(num_sweeps, eval_every, checkpoint_every, checkpoint_path)
+        if self.sweeps_done + num_sweeps > INT32_MAX:    # sweep numbers are int32 in the driver
+            raise ParameterError(f"num_sweeps={num_sweeps} after {self.sweeps_done} sweeps done "
+                                 f"passes the last sweep number, {INT32_MAX}")
         _, chain_key = chain_keys(self.seed)
 
         def save_checkpoint(state, done, trace):
@@ -383,7 +386,7 @@ def load(path: str | os.PathLike) -> FittedModel:
     params = _params_from_meta(module, meta.get("params"), path)
     seed = _meta_value(meta, "seed", path, check_seed)
     sweeps_done = _meta_value(meta, "sweeps_done", path,
-                              lambda v, n: check_int(v, n, low=0, high=None))
+                              lambda v, n: check_int(v, n, low=0, high=INT32_MAX))
     num_tokens = _meta_value(meta, "num_tokens", path,
                              lambda v, n: check_int(v, n, low=1, high=INT32_MAX - 1))
     num_docs = None     # format 1 files do not record it
@@ -761,6 +764,9 @@ def resolve_devices(module, params: NamedTuple, corpus: Corpus,
     ``jax.devices()`` (at most one per document) when the model's kernel with these params can
     be sharded (``SHARDABLE`` and no ``shard_refusal``), else None (the default device)."""
     from .distributed import balanced_ranges, shard_refusal
+    if devices is not None and not isinstance(devices, (str, int, np.integer)):
+        raise ParameterError(f"devices must be a positive integer, 'auto' or None, got "
+                             f"{type(devices).__name__} {devices!r}"[:200])
     if devices is None or not isinstance(devices, str):
         if (devices is not None and not isinstance(devices, bool) and isinstance(devices, (int, np.integer))
                 and devices == 1 and jax.process_count() == 1 and shard_refusal(module, params)):

@@ -10,6 +10,7 @@ so a file is either fully written or untouched.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -43,6 +44,7 @@ __all__ = [
     "decode_strings",
     "save_model_file",
     "load_model_file",
+    "model_checksum",
 ]
 
 PathLike = str | os.PathLike[str]
@@ -558,9 +560,12 @@ def save_model_file(path: PathLike, arrays: Mapping[str, Any], meta: Mapping[str
                 raise ValueError(f"array {name!r} has dtype object; cannot store without pickle")
         stored[name] = arr
     full_meta = dict(meta)
+    full_meta.pop(CHECKSUM_KEY, None)
     full_meta["format"] = MODEL_FORMAT
     full_meta["format_version"] = MODEL_FORMAT_VERSION
-    meta_text = json.dumps(full_meta, default=_json_default, sort_keys=True, allow_nan=True)
+    full_meta = json.loads(json.dumps(full_meta, default=_json_default, allow_nan=True))
+    full_meta[CHECKSUM_KEY] = model_checksum(stored, full_meta)
+    meta_text = json.dumps(full_meta, sort_keys=True, allow_nan=True)
     stored[_META_KEY] = np.array(meta_text)
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as f:
@@ -612,4 +617,27 @@ def load_model_file(path: PathLike, arrays: bool = True) -> tuple[dict[str, np.n
             f"(up to {MODEL_FORMAT_VERSION}); upgrade jaxtopics to read it",
             p,
         )
+    if arrays and CHECKSUM_KEY in meta:           # files of older versions have none
+        if meta[CHECKSUM_KEY] != model_checksum(arrays, meta):
+            raise FormatError("the arrays or metadata differ from what was saved (checksum "
+                              "mismatch: the file is damaged or was edited)", p)
     return arrays, meta
+
+
+#: metadata key of a model file's checksum (files saved before it existed have none)
+CHECKSUM_KEY = "checksum"
+
+
+def model_checksum(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> str:
+    """SHA-256 over a model file's arrays (name, dtype, shape, bytes; in name order) and its
+    metadata (canonical JSON, without the checksum itself): ``load_model_file`` refuses a file
+    whose stored checksum differs, so a damaged or hand-edited model file is one clear error
+    rather than whatever its edited values would break later."""
+    h = hashlib.sha256(b"jaxtopics-model-v1\0")
+    for name in sorted(arrays):
+        a = np.ascontiguousarray(arrays[name])
+        h.update(f"{name}\0{a.dtype.str}\0{a.shape}\0".encode())
+        h.update(a.tobytes())
+    rest = {k: v for k, v in meta.items() if k != CHECKSUM_KEY}
+    h.update(json.dumps(rest, sort_keys=True, allow_nan=True).encode())
+    return "sha256:" + h.hexdigest()

@@ -403,13 +403,17 @@ def test_log_joint_after_loading_a_zero_sweep_fit(small_corpus, tmp_path):
 
 # -- #4: jt.load trusts nothing in the file ---------------------------------------------------
 
-def _rewrite(path, out, *, meta=None, drop=(), arrays=None):
-    """Copy a model file with metadata edits (None deletes a key), arrays dropped or replaced."""
+def _rewrite(path, out, *, meta=None, drop=(), arrays=None, checksum=False):
+    """Copy a model file with metadata edits (None deletes a key), arrays dropped or replaced.
+    The copy has no checksum, as a file saved before checksums existed, so that load's own
+    checks of every entry are what it meets (`checksum=True` keeps the stale one)."""
     import json
 
     with np.load(path) as z:
         stored = {k: z[k] for k in z.files}
     m = json.loads(str(stored["__meta__"][()]))
+    if not checksum:
+        m.pop("checksum", None)
     for k, v in (meta or {}).items():
         if v is None:
             m.pop(k, None)
@@ -502,6 +506,38 @@ def test_resume_refuses_tables_that_disagree_with_the_saved_assignments(tmp_path
         jt.load(bad).resume(corpus, 1, progress=False)
 
 
+@pytest.mark.parametrize("edit", [
+    {"arrays": {"state.topic": np.array([1, 2, 3], np.int32)}},
+    {"meta": {"sweeps_done": 10**12}},
+    {"meta": {"num_tokens": 9999}},
+    {"drop": ["trace"]},
+])
+def test_a_damaged_or_edited_file_fails_its_checksum(saved_model, tmp_path, edit):
+    """Every model file carries a SHA-256 of its arrays and metadata: any change after saving
+    (a damaged file, a hand edit) is one FormatError naming the file, whatever the model, before
+    its values can break a read-out or a resumed chain (a review reproduced NaN chains, shape
+    mismatches and IndexErrors from edited files of the other models)."""
+    path, m = saved_model
+    assert jt.load(path).sweeps_done == m.sweeps_done                  # intact: loads
+    bad = _rewrite(path, tmp_path / "bad.jtm", checksum=True, **edit)
+    with pytest.raises(FormatError, match="checksum mismatch") as e:
+        jt.load(bad)
+    assert str(e.value).startswith(str(bad))
+
+
+def test_every_model_file_carries_a_checksum(tmp_path):
+    from jaxtopics.datasets import synthetic_lda
+    from jaxtopics.io import load_model_file, model_checksum
+
+    corpus = synthetic_lda(num_docs=12, num_words=20, num_topics=3, mean_doc_length=8, seed=2).corpus
+    for make in (lambda: jt.DMM(num_clusters=4), lambda: jt.HDP(), lambda: jt.DPMM()):
+        make().fit(corpus, num_sweeps=2, progress=False).save(tmp_path / "m.jtm")
+        arrays, meta = load_model_file(tmp_path / "m.jtm")
+        assert meta["checksum"] == model_checksum(arrays, meta)
+        arrays["state.z"] = arrays["state.z"] + 1
+        assert model_checksum(arrays, meta) != meta["checksum"]
+
+
 def test_load_reads_format_1_files(saved_model, tmp_path):
     """The previous model format (unicode vocab array, no num_docs) still loads, checked too."""
     path, m = saved_model
@@ -526,3 +562,20 @@ def test_checkpoint_location_is_checked_before_sweeping(small_corpus, tmp_path):
     with pytest.raises(IsADirectoryError):
         jt.LDA(2).fit(small_corpus, num_sweeps=1, checkpoint_path=tmp_path, progress=False)
     assert not list(tmp_path.iterdir())                   # no probe file left behind
+
+
+def test_devices_of_the_wrong_type_and_sweep_numbers_past_int32_are_refused(saved_model, tmp_path):
+    """Review: devices=[...] was a TypeError from a comparison; sweeps_done = 10**12 in a
+    (checksum-less) file loaded and then overflowed int32 inside JAX on resume."""
+    import jax
+
+    from jaxtopics.datasets import synthetic_lda
+    path, m = saved_model
+    corpus = synthetic_lda(num_docs=12, num_words=20, num_topics=3, mean_doc_length=8, seed=2).corpus
+    with pytest.raises(ParameterError, match="devices must be a positive integer, 'auto' or None"):
+        jt.LDA(3).fit(corpus, num_sweeps=1, devices=jax.devices()[:2], progress=False)
+    with pytest.raises(FormatError, match="sweeps_done"):
+        jt.load(_rewrite(path, tmp_path / "huge.jtm", meta={"sweeps_done": 10**12}))
+    late = jt.load(_rewrite(path, tmp_path / "late.jtm", meta={"sweeps_done": 2**31 - 2}))
+    with pytest.raises(ParameterError, match="passes the last sweep number"):
+        late.resume(corpus, 5, progress=False)

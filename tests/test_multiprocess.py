@@ -27,12 +27,14 @@ def _free_port() -> int:
 
 
 def _fit(tmp: Path, reuters_dir: Path, *extra: str, processes: int = 2, devices: int = 1,
-         timeout: int = 900) -> list[str]:
-    """Run `jaxtopics fit` in `processes` processes; returns each one's output."""
+         timeout: int = 900, source: Path | None = None, status: int = 0) -> list[str]:
+    """Run `jaxtopics fit` in `processes` processes (on `source`, default Reuters), each of
+    which must exit with `status`; returns each one's output."""
     port = _free_port()
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "JAX_PLATFORMS": "cpu"}
     env.pop("XLA_FLAGS", None)
-    cmd = [sys.executable, "-m", "jaxtopics.cli", "fit", "--input", str(reuters_dir / "reuters.ldac"),
+    source = reuters_dir / "reuters.ldac" if source is None else source
+    cmd = [sys.executable, "-m", "jaxtopics.cli", "fit", "--input", str(source),
            "--vocab", str(reuters_dir / "reuters.tokens"), "--out", str(tmp), "--no-progress",
            "--coordinator", f"localhost:{port}", "--num-processes", str(processes),
            "--devices", str(devices), *extra]
@@ -46,7 +48,7 @@ def _fit(tmp: Path, reuters_dir: Path, *extra: str, processes: int = 2, devices:
         for p in procs:
             p.kill()
     for i, (p, out) in enumerate(zip(procs, outs)):
-        assert p.returncode == 0, f"process {i} failed:\n{out[-3000:]}"
+        assert p.returncode == status, f"process {i} exited with {p.returncode}:\n{out[-3000:]}"
     return outs
 
 
@@ -140,3 +142,15 @@ def test_other_models_over_two_processes_resume_bitwise(tmp_path, reuters, reute
     recount = module.rebuild(b.state, module.prepare(reuters, b.params), b.params)
     for name, saved, counted in zip(b.state._fields, b.state, recount):
         np.testing.assert_array_equal(np.asarray(saved), np.asarray(counted), err_msg=name)
+
+
+def test_an_error_on_one_process_ends_every_process(tmp_path, reuters_dir):
+    """Review: with 3 documents over 2 processes x 2 devices, process 1 (1 document) stopped with
+    an error while process 0 waited forever in the next collective. Both now exit with the
+    one-line error and status 2, promptly."""
+    small = tmp_path / "three.ldac"
+    small.write_text("".join((reuters_dir / "reuters.ldac").read_text().splitlines(True)[:3]))
+    outs = _fit(tmp_path / "out", reuters_dir, "--sweeps", "1", devices=2, source=small,
+                timeout=120, status=2)
+    assert "are more than the corpus's 1 document" in outs[1]
+    assert "process(es) [1] could not lay out their documents" in outs[0]
