@@ -939,7 +939,11 @@ def _checked_rebuild(rebuild, state: Any, data: Any, params: Any) -> Any:
     """The model's ``rebuild`` (count tables recounted from the latent variables) of a state
     read from a file, which must give the tables back unchanged: a file whose tables disagree
     with its own assignments is damaged or edited, and is refused rather than repaired."""
-    rebuilt = rebuild(state, data, params)
+    try:
+        rebuilt = rebuild(state, data, params)
+    except (ValueError, TypeError, IndexError) as e:      # e.g. latents of the wrong length
+        raise FormatError(f"inconsistent state: its assignments do not fit the corpus "
+                          f"({type(e).__name__}: {str(e).splitlines()[0][:200]})") from None
     differ = [f for f, a, b in zip(state._fields, state, rebuilt)
               if np.shape(a) != np.shape(b) or not np.array_equal(np.asarray(a), np.asarray(b))]
     if differ:
