@@ -237,10 +237,9 @@ class FittedModel:
         if self._data is None and jax.process_count() == 1:
             self._data = self._module.prepare(corpus, self.params)
             rebuild = getattr(self._module, "rebuild", None)     # recount tables from the latents
-            if rebuild is not None and self._tables_from_file:
-                self._state = _checked_rebuild(rebuild, self._state, self._data, self.params)
-            elif rebuild is not None:                    # e.g. to_lda() of a loaded HDP model
-                self._state = rebuild(self._state, self._data, self.params)
+            if rebuild is not None:        # checked when read from a file (not e.g. to_lda())
+                self._state = _rebuilt(rebuild, self._state, self._data, self.params,
+                                       check=self._tables_from_file)
         self._tables_from_file = False
         _check_sweeps(num_sweeps, eval_every, checkpoint_every, checkpoint_path)
         if self.sweeps_done + num_sweeps > INT32_MAX:    # sweep numbers are int32 in the driver
@@ -768,8 +767,8 @@ def resolve_devices(module, params: NamedTuple, corpus: Corpus,
         raise ParameterError(f"devices must be a positive integer, 'auto' or None, got "
                              f"{type(devices).__name__} {devices!r}"[:200])
     if devices is None or not isinstance(devices, str):
-        if (devices is not None and not isinstance(devices, bool) and isinstance(devices, (int, np.integer))
-                and devices == 1 and jax.process_count() == 1 and shard_refusal(module, params)):
+        if (not isinstance(devices, bool) and devices == 1 and jax.process_count() == 1
+                and shard_refusal(module, params)):
             return None              # one device of a kernel that cannot be sharded: the plain run
         return devices
     if devices != "auto":
@@ -935,10 +934,12 @@ def _state_from_arrays(module: ModuleType, params: Any, arrays: dict, path: Any,
     return module.State(*(jnp.asarray(a) for a in host))
 
 
-def _checked_rebuild(rebuild, state: Any, data: Any, params: Any) -> Any:
-    """The model's ``rebuild`` (count tables recounted from the latent variables) of a state
-    read from a file, which must give the tables back unchanged: a file whose tables disagree
-    with its own assignments is damaged or edited, and is refused rather than repaired."""
+def _rebuilt(rebuild, state: Any, data: Any, params: Any, check: bool) -> Any:
+    """The model's ``rebuild`` (count tables recounted from the latent variables). With `check`
+    (a state read from a file) it must give the tables back unchanged: a file whose tables
+    disagree with its own assignments is damaged or edited, and is refused, not repaired."""
+    if not check:
+        return rebuild(state, data, params)
     try:
         rebuilt = rebuild(state, data, params)
     except (ValueError, TypeError, IndexError) as e:      # e.g. latents of the wrong length

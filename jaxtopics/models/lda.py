@@ -445,6 +445,11 @@ def _parallel_sweep(key: Array, state: State, data: Data, params: Params,
     chunk = _draw_chunk(params, width)
     delayed = axis_name is not None and params.sync_every > 1
 
+    def flushed(topics):
+        """The block-layout buffer with the last block's new topics written in."""
+        buffer, (last, last_b) = topics
+        return jax.lax.dynamic_update_index_in_dim(buffer, last, last_b, 0)
+
     def block(carry, xs):
         st, changed, topics = carry
         doc, word, b = xs[:3]
@@ -452,8 +457,7 @@ def _parallel_sweep(key: Array, state: State, data: Data, params: Params,
         if exact:
             # The previous block's new topics are written first: written after this block's
             # reads of its old ones, the update could not be in place (XLA copies the buffer).
-            buffer, (last, last_b) = topics
-            buffer = jax.lax.dynamic_update_index_in_dim(buffer, last, last_b, 0)
+            buffer = flushed(topics)
             old = buffer[b]
             u = block_uniforms(key, b, (width,))
             new = jnp.where(valid, chunked_map(lambda c: _dense_block_draw(*c, st, params, v),
@@ -487,9 +491,7 @@ def _parallel_sweep(key: Array, state: State, data: Data, params: Params,
         carry, _ = jax.lax.scan(block, carry, xs)
     state, changed, topics = carry
     if exact:
-        buffer, (last, last_b) = topics
-        buffer = jax.lax.dynamic_update_index_in_dim(buffer, last, last_b, 0)
-        state = state._replace(z=jnp.append(from_strided(buffer[:num_blocks], n), 0))
+        state = state._replace(z=jnp.append(from_strided(flushed(topics)[:num_blocks], n), 0))
     return state, SweepInfo(changed)
 
 
