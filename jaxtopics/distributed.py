@@ -466,22 +466,41 @@ def sweep(key: Array, state: Any, sdata: ShardedData, params: Any, mesh: Mesh) -
     """One sharded sweep: every shard runs the model's ``sweep(fold_in(key, shard), ...,
     axis_name="shards")`` on its documents (module docstring); with one shard, exactly
     ``sweep(key, ...)``. Returns (state, the sweep's info over all shards)."""
+    return _per_shard(sdata.module.sweep, key, state, sdata, params, mesh)
+
+
+def _per_shard(fn, key: Array | None, state: Any, sdata: ShardedData, params: Any,
+               mesh: Mesh) -> Any:
+    """``fn(shard_key, state, data, params, axis_name="shards") -> (state, info)`` on every
+    shard (``shard_map``; shard_key = fold_in(key, shard), or `key` itself with one shard; info
+    equal on every shard), or with ``key=None`` ``fn(state, data, params, axis_name="shards")
+    -> state``."""
     module = sdata.module
     specs = _specs(module, state)
     one_shard = mesh.shape[AXIS] == 1
 
-    def local(key, state, data):
-        shard_key = key if one_shard else jax.random.fold_in(key, jax.lax.axis_index(AXIS))
-        mine = type(state)(*(x[0] if _is_sharded(module, f) else x
-                             for f, x in zip(state._fields, state)))
-        mine, info = module.sweep(shard_key, mine, jax.tree.map(lambda a: a[0], data), params,
-                                  axis_name=AXIS)
-        return type(mine)(*(x[None] if _is_sharded(module, f) else x
-                            for f, x in zip(mine._fields, mine))), info
+    def unstack(state, data):
+        return (type(state)(*(x[0] if _is_sharded(module, f) else x
+                              for f, x in zip(state._fields, state))),
+                jax.tree.map(lambda a: a[0], data))
 
-    run = _shard_map(local, mesh=mesh, in_specs=(PartitionSpec(), specs, PartitionSpec(AXIS)),
-                     out_specs=(specs, PartitionSpec()), check_vma=False)
-    return run(key, state, sdata.data)
+    def stack(state):
+        return type(state)(*(x[None] if _is_sharded(module, f) else x
+                             for f, x in zip(state._fields, state)))
+
+    if key is None:
+        def local(state, data):
+            return stack(fn(*unstack(state, data), params, axis_name=AXIS))
+        return _shard_map(local, mesh=mesh, in_specs=(specs, PartitionSpec(AXIS)),
+                          out_specs=specs, check_vma=False)(state, sdata.data)
+
+    def local_sweep(key, state, data):
+        shard_key = key if one_shard else jax.random.fold_in(key, jax.lax.axis_index(AXIS))
+        mine, info = fn(shard_key, *unstack(state, data), params, axis_name=AXIS)
+        return stack(mine), info
+
+    return _shard_map(local_sweep, mesh=mesh, in_specs=(PartitionSpec(), specs, PartitionSpec(AXIS)),
+                      out_specs=(specs, PartitionSpec()), check_vma=False)(key, state, sdata.data)
 
 
 def log_joint(state: Any, sdata: ShardedData, params: Any) -> Array:
@@ -551,9 +570,10 @@ def place(state: Any, sdata: ShardedData, mesh: Mesh) -> tuple[Any, ShardedData]
 
 @dataclass(frozen=True)
 class Sharded:
-    """A model module's ``sweep`` / ``log_joint`` (and ``grow``, where it has one) bound to a
-    mesh, in the signature the driver (``fit.run_sweeps``) calls: a drop-in model for sharded
-    states and ``ShardedData``."""
+    """A model module's ``sweep`` / ``log_joint`` (and ``grow`` and the sweep-carry hooks
+    ``to_carry`` / ``sweep_carry`` / ``from_carry``, where it has them) bound to a mesh, in the
+    signature the driver (``fit.run_chunk``) calls: a drop-in model for sharded states and
+    ``ShardedData``."""
 
     module: ModuleType
     mesh: Mesh
@@ -565,9 +585,20 @@ class Sharded:
         return log_joint(state, sdata, params)
 
     def __getattr__(self, name: str) -> Any:
-        if name == "grow" and hasattr(self.module, "grow"):
-            return self._grow
+        if name in ("grow", "to_carry", "sweep_carry", "from_carry") and hasattr(self.module, name):
+            return getattr(self, "_" + name)
         raise AttributeError(name)
+
+    def _to_carry(self, state: Any, sdata: ShardedData, params: Any) -> Any:
+        return _per_shard(self.module.to_carry, None, state, sdata, params, self.mesh)
+
+    def _sweep_carry(self, key: Array, carry: Any, sdata: ShardedData, params: Any) -> Any:
+        return _per_shard(self.module.sweep_carry, key, carry, sdata, params, self.mesh)
+
+    def _from_carry(self, carry: Any, sdata: ShardedData, params: Any) -> Any:
+        def back(carry, data, params, axis_name):
+            return self.module.from_carry(carry, data, params)
+        return _per_shard(back, None, carry, sdata, params, self.mesh)
 
     def _grow(self, state: Any, sdata: ShardedData, params: Any) -> Any:
         """The model's ``grow`` (more capacity in the global tables) of the global view of the

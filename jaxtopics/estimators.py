@@ -406,8 +406,9 @@ def load(path: str | os.PathLike) -> FittedModel:
                                       sweeps_done, trace, num_tokens)
     model.text_options = options
     model._tables_from_file = True
-    shards = 1 if "shards" not in meta else _meta_value(                 # older files: one device
-        meta, "shards", path, lambda v, n: check_int(v, n, low=1))
+    # older files: one device; a chain never has more shards than documents
+    shards = 1 if "shards" not in meta else _meta_value(
+        meta, "shards", path, lambda v, n: check_int(v, n, low=1, high=num_docs))
     model.shards = None if shards == 1 else shards
     names = meta.get("label_names")
     if names is not None:

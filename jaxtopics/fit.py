@@ -20,7 +20,7 @@ from jax import Array
 
 from .validate import seed_key
 
-__all__ = ["TracePoint", "chain_keys", "run_sweeps"]
+__all__ = ["TracePoint", "chain_keys", "run_chunk", "run_sweeps"]
 
 
 class TracePoint(NamedTuple):
@@ -43,10 +43,15 @@ def chain_keys(seed: int) -> tuple[Array, Array]:
 
 
 @partial(jax.jit, static_argnums=(0, 1), donate_argnums=(3,))
-def _run_chunk(model: ModuleType, params: Any, data: Any, state: Any, chain_key: Array,
-               start: Array, stop: Array):
+def run_chunk(model: ModuleType, params: Any, data: Any, state: Any, chain_key: Array,
+              start: Array, stop: Array):
     """Sweeps start..stop-1 of `model`; returns (state, log joint, tokens changed in the last
-    sweep, sweeps done).
+    sweep, sweeps done). `state` is donated.
+
+    A model whose sweeps carry their state in a layout of their own defines ``to_carry(state,
+    data, params)``, ``sweep_carry(key, carry, data, params)`` and ``from_carry(carry, data,
+    params)`` (LDA's exact parallel kernel: z in block layout): the state is converted once
+    here, not in every sweep, and the chain is the same bitwise.
 
     A model that can run out of capacity (it defines ``grow``) reports ``info.overflow`` from a
     sweep that needed more room than its state has: that sweep is discarded (the state before it
@@ -54,12 +59,19 @@ def _run_chunk(model: ModuleType, params: Any, data: Any, state: Any, chain_key:
     sweep with the same key. Nothing is capped and no draw is lost.
     """
     if not hasattr(model, "grow"):
+        carried = hasattr(model, "to_carry")
+        sweep = model.sweep_carry if carried else model.sweep
+
         def body(t, carry):
             st, _ = carry
-            st, info = model.sweep(jax.random.fold_in(chain_key, t), st, data, params)
+            st, info = sweep(jax.random.fold_in(chain_key, t), st, data, params)
             return st, info.changed
 
+        if carried:
+            state = model.to_carry(state, data, params)
         state, changed = jax.lax.fori_loop(start, stop, body, (state, jnp.int32(0)))
+        if carried:
+            state = model.from_carry(state, data, params)
         return state, model.log_joint(state, data, params), changed, stop
 
     def cond(carry):
@@ -118,7 +130,7 @@ def run_sweeps(model: ModuleType, params: Any, data: Any, state: Any, chain_key:
         for point in _boundaries(start, stop, eval_every, checkpoint_every):
             steps = point - done
             while done < point:
-                state, lj, changed, reached = _run_chunk(model, params, data, state, chain_key,
+                state, lj, changed, reached = run_chunk(model, params, data, state, chain_key,
                                                          jnp.int32(done), jnp.int32(point))
                 done = int(reached)
                 if done < point:       # sweep `done` needed more capacity: grow, then redo it

@@ -163,6 +163,7 @@ def load_corpus(path: str, scale: str):
 def run_jaxtopics(engine: str, k: int, corpus, args) -> dict:
     import jax
     import jax.numpy as jnp
+    from jaxtopics.fit import run_chunk
     from jaxtopics.models import lda
 
     overrides = dict(num_blocks=args.num_blocks, mh_steps=args.mh_steps)
@@ -177,24 +178,21 @@ def run_jaxtopics(engine: str, k: int, corpus, args) -> dict:
     if shards == 1:
         data = lda.prepare(corpus, p)
         state = lda.init(jax.random.key(args.seed), data, p)
-        sweep_fn, log_joint_fn = (lambda k, st, d: lda.sweep(k, st, d, p)), lda.log_joint
+        model = lda
     else:                                   # document-sharded AD-LDA over `shards` devices
         from jaxtopics import distributed as dist
         mesh = dist.make_mesh(shards)
         data = dist.prepare(corpus, p, shards)
         state, data = dist.place(dist.init(jax.random.key(args.seed), data, p), data, mesh)
-        sweep_fn, log_joint_fn = (lambda k, st, d: dist.sweep(k, st, d, p, mesh)), dist.log_joint
+        model = dist.Sharded(lda, mesh)
     jax.block_until_ready((data, state))
     prepare_s = time.perf_counter() - t
     sweep_key = jax.random.key(args.seed + 1)
 
-    def _run(state, data, t0):
-        body = lambda i, st: sweep_fn(jax.random.fold_in(sweep_key, i), st, data)[0]
-        return jax.lax.fori_loop(t0, t0 + s, body, state)
-
-    run = jax.jit(_run, donate_argnums=0)
+    # the driver's own jitted chunk of sweeps (what fit() runs), the state donated
     t = time.perf_counter()
-    compiled = run.lower(state, data, jnp.int32(0)).compile()
+    compiled = run_chunk.lower(model, p, data, state, sweep_key, jnp.int32(0),
+                               jnp.int32(s)).compile()
     compile_s = time.perf_counter() - t
     # Device memory by XLA's own accounting, exact on every backend: what stays resident (the
     # Data and State arrays, less the count tables) and the sweeps' temporaries at their peak.
@@ -202,12 +200,13 @@ def run_jaxtopics(engine: str, k: int, corpus, args) -> dict:
     resident = sum(x.nbytes for x in jax.tree.leaves((data, state))) - tables
     temp = getattr(compiled.memory_analysis(), "temp_size_in_bytes", None)
     t = time.perf_counter()
-    state = jax.block_until_ready(compiled(state, data, jnp.int32(0)))
+    state = jax.block_until_ready(compiled(data, state, sweep_key, jnp.int32(0), jnp.int32(s)))[0]
     warm_s = time.perf_counter() - t
     t = time.perf_counter()
-    state = jax.block_until_ready(compiled(state, data, jnp.int32(s)))
+    state, lj = jax.block_until_ready(compiled(data, state, sweep_key, jnp.int32(s),
+                                               jnp.int32(2 * s)))[:2]
     timed_s = time.perf_counter() - t
-    ll = float(jax.jit(log_joint_fn, static_argnums=2)(state, data, p)) / n_tok
+    ll = float(lj) / n_tok
 
     dev = jax.devices()[0]
     dev_peak = None

@@ -212,3 +212,27 @@ def test_the_device_count_is_part_of_the_saved_chain(corpus, tmp_path):
     hdp = jt.HDP().fit(jt.Corpus.from_token_lists([["a", "b"], ["b", "c"]] * 3), num_sweeps=1,
                        progress=False, devices=1)           # one device: any model
     assert hdp.sweeps_done == 1 and hdp.shards is None
+
+
+@pytest.mark.parametrize("sync_every", [1, 3])
+def test_driver_chunks_carry_the_block_layout_bitwise(corpus, sync_every):
+    """fit.run_chunk converts a sharded LDA state to the sweeps' carry layout once per chunk
+    (``to_carry`` / ``sweep_carry`` / ``from_carry``, through ``Sharded``): the chain is the one
+    of per-sweep ``dist.sweep`` calls, bitwise, also with a delayed exchange whose blocks are
+    padded (8 blocks, sync_every 3)."""
+    from jaxtopics.fit import run_chunk
+
+    params = lda.Params(num_topics=5, num_blocks=8, sync_every=sync_every)
+    mesh = dist.make_mesh(4, CPUS)
+    sdata = dist.prepare(corpus, params, 4)
+    state, sdata = dist.place(dist.init(jax.random.key(0), sdata, params), sdata, mesh)
+    key = jax.random.key(1)
+    model = dist.Sharded(lda, mesh)
+    assert hasattr(model, "to_carry") and not hasattr(model, "grow")
+    expected = _sweeps(key, state, sdata, params, mesh, 5)
+    got, _, _, done = run_chunk(model, params, sdata, jax.tree.map(jnp.copy, state), key,
+                                jnp.int32(0), jnp.int32(5))
+    assert int(done) == 5
+    for name, a, b in zip(lda.State._fields, got, expected):
+        assert a.shape == b.shape, name
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=name)

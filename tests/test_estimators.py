@@ -449,6 +449,8 @@ def _params(m, **kw):
     (lambda m: {"meta": {"num_tokens": None}}, "lacks 'num_tokens'"),
     (lambda m: {"meta": {"num_docs": 0}}, "'num_docs'"),
     (lambda m: {"meta": {"sweeps_done": -1}}, "'sweeps_done'"),
+    (lambda m: {"meta": {"shards": 0}}, "'shards'"),
+    (lambda m: {"meta": {"shards": 13}}, "'shards'.*<= 12"),      # more shards than documents
     (lambda m: {"meta": {"corpus_fingerprint": 7}}, "'corpus_fingerprint'"),
     (lambda m: {"meta": {"params": _params(m, extra=1)}}, "unknown parameter 'extra'"),
     (lambda m: {"meta": {"params": {"alpha": 0.1}}}, "lacks 'num_topics'"),

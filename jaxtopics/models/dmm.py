@@ -415,7 +415,7 @@ def recount_shard(state: State, data: Data, params: NamedTuple, sizes: dict) -> 
 def log_joint(state: State, data: Data, params: Params) -> Array:
     """Collapsed log p(d, z) = log DirMult(m_. | alpha) + sum_k log DirMult(n_k. | beta)."""
     return (dirichlet_multinomial_log_evidence(state.cluster_docs[None, :], params.alpha)
-            + dirichlet_multinomial_log_evidence(state.word_cluster.T, params.beta))
+            + dirichlet_multinomial_log_evidence(state.word_cluster, params.beta, axis=0))
 
 
 @partial(jax.jit, static_argnames=("params",))

@@ -289,7 +289,7 @@ def log_joint(state: State, data: Data, params: Params) -> Array:
     prior = (jnp.sum(active) * jnp.log(jnp.float32(params.alpha))
              + jnp.sum(jnp.where(active, log_gamma_n, 0.0))
              - log_rising_factorial(jnp.float32(params.alpha), d))
-    return prior + dirichlet_multinomial_log_evidence(state.word_cluster.T, params.beta)
+    return prior + dirichlet_multinomial_log_evidence(state.word_cluster, params.beta, axis=0)
 
 
 def active_clusters(state: State) -> np.ndarray:

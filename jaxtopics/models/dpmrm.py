@@ -733,7 +733,7 @@ def log_joint(state: State, data: Data, params: Params) -> Array:
     crp_labels = (jnp.sum(mt > 0) * jnp.log(f32(g))
                   + jnp.sum(jnp.where(mt > 0, jax.scipy.special.gammaln(mt.astype(f32)), 0.0))
                   - jnp.sum(log_rising_factorial(f32(g), state.label_tables)))
-    words = dirichlet_multinomial_log_evidence(state.word_topic.T, params.beta)
+    words = dirichlet_multinomial_log_evidence(state.word_topic, params.beta, axis=0)
     return crp_docs + labels + crp_labels + words
 
 

@@ -984,7 +984,7 @@ def log_joint(state: State, data: Data, params: Params) -> Array:
     used = m > 0
     dishes = (jnp.sum(used) * jnp.log(gamma) + jnp.sum(jnp.where(used, gammaln(m.astype(_F32)), 0.0))
               - log_rising_factorial(gamma, jnp.sum(m)))
-    words = dirichlet_multinomial_log_evidence(state.word_topic.T, params.beta)
+    words = dirichlet_multinomial_log_evidence(state.word_topic, params.beta, axis=0)
     return seating + dishes + words
 
 

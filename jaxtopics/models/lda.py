@@ -63,6 +63,7 @@ __all__ = [
     "check_params", "state_shapes", "check_state", "prepare", "init", "state_from_assignments",
     "sweep", "log_joint", "estimate", "fold_in", "assignments", "rebuild",
     "shard_sizes", "pad_shard", "recount_shard", "check_shard_params",
+    "to_carry", "from_carry", "sweep_carry",
 ]
 
 SAMPLERS = ("parallel", "sequential", "uncollapsed")
@@ -427,42 +428,91 @@ _CPU_DRAW_ELEMENTS = 2 ** 18
 
 def _parallel_sweep(key: Array, state: State, data: Data, params: Params,
                     axis_name: str | None = None) -> tuple[State, SweepInfo]:
+    if params.mh_steps == 0:
+        carry, info = sweep_carry(key, to_carry(state, data, params, axis_name), data, params,
+                                  axis_name)
+        return from_carry(carry, data, params), info
+    if data.word_rank is None:
+        raise ParameterError("this Data was prepared for exact draws (mh_steps=0): prepare it "
+                             "with the Params that set mh_steps > 0")
+    return _blocked_sweep(key, state, data, params, axis_name)
+
+
+def _carries_blocks(params: Params) -> bool:
+    """Whether the sweep carries z in block layout: the exact parallel kernel (to_carry)."""
+    return params.sampler == "parallel" and params.mh_steps == 0
+
+
+def to_carry(state: State, data: Data, params: Params, axis_name: str | None = None) -> State:
+    """The state as the exact parallel kernel carries it from sweep to sweep: z in the block
+    layout of ``data`` ([B, C], slot (b, c) = token b + B c; slots past N hold 0), plus
+    one empty row when a delayed exchange pads the blocks (``sync_every`` not dividing B). The
+    driver converts once per jitted chunk of sweeps (``fit.run_chunk``), so no sweep transposes
+    z. Other kernels carry the state as it is."""
+    if not _carries_blocks(params):
+        return state
+    n = data.num_tokens
+    num_blocks, width = data.word.shape
+    z = to_strided(state.z[:n], num_blocks, width=width)
+    if axis_name is not None and params.sync_every > 1 and num_blocks % params.sync_every:
+        z = jnp.concatenate([z, jnp.zeros((1, width), jnp.int32)])
+    return state._replace(z=z)
+
+
+def from_carry(carry: State, data: Data, params: Params) -> State:
+    """The inverse of :func:`to_carry`: z back in corpus order with its dummy slot."""
+    if not _carries_blocks(params):
+        return carry
+    z = from_strided(carry.z[:data.word.shape[0]], data.num_tokens)
+    return carry._replace(z=jnp.append(z, 0))
+
+
+def sweep_carry(key: Array, carry: State, data: Data, params: Params,
+                axis_name: str | None = None) -> tuple[State, SweepInfo]:
+    """:func:`sweep` on a state in the :func:`to_carry` layout (the same chain, bitwise)."""
+    if not _carries_blocks(params):
+        return sweep(key, carry, data, params, axis_name)
+    if axis_name is not None:
+        check_shard_params(params)
+        return sharded_sweep(_blocked_sweep, key, carry, data, params, axis_name)
+    return _blocked_sweep(key, carry, data, params, None)
+
+
+def _blocked_sweep(key: Array, state: State, data: Data, params: Params,
+                   axis_name: str | None = None) -> tuple[State, SweepInfo]:
+    """The blocks of a parallel sweep. Exact draws take `state` in the :func:`to_carry` layout;
+    MH draws take it in corpus order."""
     n, _, v = _sizes(data)
     num_blocks, width = data.word.shape
     exact = params.mh_steps == 0
-    if not exact and data.word_rank is None:
-        raise ParameterError("this Data was prepared for exact draws (mh_steps=0): prepare it "
-                             "with the Params that set mh_steps > 0")
     # The uniforms are made block by block (``ops.block_uniforms``): no [N] array of them exists.
     # Exact draws never read z inside the sweep: a token's old topic is its topic at the start of
-    # the sweep (each token is in one block). So z is laid out once in block layout [B, C] (plus
-    # a row for the padding blocks of a delayed exchange), each block reads its row and its new
-    # topics are written back in place (the scan carries the buffer), and z is rebuilt from it
-    # once per sweep (a reshape each way, no gather; reading a block's strided positions of z
-    # touches a new cache line per token, ~25 % of a K=50 sweep on XLA:CPU): one [N] buffer of
-    # sweep temporaries. The MH kernel's proposals read other tokens' current topics, so it
-    # keeps z itself up to date block by block.
+    # the sweep (each token is in one block). So z is carried in block layout (to_carry; reading
+    # a block's strided positions of a corpus-order z touches a new cache line per token, ~25 %
+    # of a K=50 sweep on XLA:CPU), each block reads its row and writes its new topics back in
+    # place: no [N] temporary. The MH kernel's proposals read other tokens' current topics by
+    # corpus position, so it keeps z in corpus order, up to date block by block.
     chunk = _draw_chunk(params, width)
     delayed = axis_name is not None and params.sync_every > 1
 
-    def flushed(topics):
-        """The block-layout buffer with the last block's new topics written in."""
-        buffer, (last, last_b) = topics
-        return jax.lax.dynamic_update_index_in_dim(buffer, last, last_b, 0)
+    def flushed(st, pending):
+        """The state with the last block's new topics written into z."""
+        last, last_b = pending
+        return st._replace(z=jax.lax.dynamic_update_index_in_dim(st.z, last, last_b, 0))
 
     def block(carry, xs):
-        st, changed, topics = carry
+        st, changed, pending = carry
         doc, word, b = xs[:3]
         valid = word < v                                    # the slots that hold a token
         if exact:
             # The previous block's new topics are written first: written after this block's
             # reads of its old ones, the update could not be in place (XLA copies the buffer).
-            buffer = flushed(topics)
-            old = buffer[b]
+            st = flushed(st, pending)
+            old = st.z[b]
             u = block_uniforms(key, b, (width,))
             new = jnp.where(valid, chunked_map(lambda c: _dense_block_draw(*c, st, params, v),
                                                (u, doc, word, old), chunk), 0)
-            topics = (buffer, (new, b))
+            pending = (new, b)
             pos = None
         else:
             rank = xs[3]
@@ -473,25 +523,22 @@ def _parallel_sweep(key: Array, state: State, data: Data, params: Params,
         st = _apply_moves(st, pos, doc, word, old, new, valid, None if delayed else axis_name)
         moves = (word, old, new, valid.astype(jnp.int32)) if delayed else None
         changed = changed + jnp.sum(valid & (new != old), dtype=jnp.int32)
-        return (st, changed, topics), moves
+        return (st, changed, pending), moves
 
-    topics = None                        # exact: (z in block layout, (a block's new topics, b))
-    if exact:
-        buffer = to_strided(state.z[:n], num_blocks, width=width)
-        if delayed and num_blocks % params.sync_every:
-            buffer = jnp.concatenate([buffer, jnp.zeros((1, width), jnp.int32)])
-        topics = (buffer, (buffer[0], jnp.int32(0)))
+    # exact: (a block's new topics, b), written into z at the next block (block 0's own row
+    # to start with: a no-op)
+    pending = (state.z[0], jnp.int32(0)) if exact else None
     xs = (data.doc, data.word, jnp.arange(num_blocks))
     if not exact:
         xs = xs + (data.word_rank,)
-    carry = (state, jnp.int32(0), topics)
+    carry = (state, jnp.int32(0), pending)
     if delayed:
         carry = _delayed_blocks(block, carry, xs, params.sync_every, v, num_blocks, axis_name)
     else:
         carry, _ = jax.lax.scan(block, carry, xs)
-    state, changed, topics = carry
+    state, changed, pending = carry
     if exact:
-        state = state._replace(z=jnp.append(from_strided(flushed(topics)[:num_blocks], n), 0))
+        state = flushed(state, pending)
     return state, SweepInfo(changed)
 
 
@@ -606,7 +653,7 @@ def log_joint(state: State, data: Data, params: Params) -> Array:
     tables alone: `data` is unused and may be None (so a loaded model's state can be scored).
     """
     return (dirichlet_multinomial_log_evidence(state.doc_topic, params.alpha)
-            + dirichlet_multinomial_log_evidence(state.word_topic.T, params.beta))
+            + dirichlet_multinomial_log_evidence(state.word_topic, params.beta, axis=0))
 
 
 def estimate(state: State, params: Params) -> dict[str, Array]:

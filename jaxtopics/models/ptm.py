@@ -449,7 +449,7 @@ def log_joint(state: State, data: Data, params: Params) -> Array:
     + sum_k log DirMult(n_k. | beta)."""
     return (dirichlet_multinomial_log_evidence(state.pseudo_docs[None, :], params.lam)
             + dirichlet_multinomial_log_evidence(state.pseudo_topic, params.alpha)
-            + dirichlet_multinomial_log_evidence(state.word_topic.T, params.beta))
+            + dirichlet_multinomial_log_evidence(state.word_topic, params.beta, axis=0))
 
 
 def _theta(doc_rows: Array, pseudo_rows: Array, params: Params) -> Array:

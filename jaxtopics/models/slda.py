@@ -415,7 +415,7 @@ def log_joint(state: State, data: Data, params: Params) -> Array:
     """Collapsed log p(w, z) = sum_m log DirMult(c_m. | alpha) + sum_k log DirMult(n_k. | beta)
     (c_m.: the sentence topics of document m; n_k.: the tokens of topic k)."""
     return (dirichlet_multinomial_log_evidence(state.doc_topic, params.alpha)
-            + dirichlet_multinomial_log_evidence(state.word_topic.T, params.beta))
+            + dirichlet_multinomial_log_evidence(state.word_topic, params.beta, axis=0))
 
 
 def estimate(state: State, params: Params) -> dict[str, Array]:

@@ -38,17 +38,54 @@ def log_rising_factorial(x: Array, n: Array) -> Array:
     return jnp.where(n == 0, 0.0, jnp.where(big, stirling, direct))
 
 
-def dirichlet_multinomial_log_evidence(counts: Array, concentration: float | Array) -> Array:
-    """Sum over rows of log p(counts_row | Dirichlet(concentration)) for one sequence of draws.
+def dirichlet_multinomial_log_evidence(counts: Array, concentration: float | Array,
+                                       axis: int = -1) -> Array:
+    """Sum over groups of log p(counts of the group | Dirichlet(concentration)) for one sequence
+    of draws per group.
 
-    Per row: lgamma(A) - lgamma(n + A) + sum_k [lgamma(c_k + a_k) - lgamma(a_k)], A = sum_k a_k
-    (the collapsed LDA joint, seed 001 eq. for p(Z) and p(W|Z), is two such sums).
+    Per group: lgamma(A) - lgamma(n + A) + sum_k [lgamma(c_k + a_k) - lgamma(a_k)], A = sum_k a_k
+    (the collapsed LDA joint, seed 001 eq. for p(Z) and p(W|Z), is two such sums). `axis`: the
+    axis along which a group's counts lie: -1 = rows are groups (doc-topic [D, K]); 0 = columns
+    are groups (a word-major word-topic table [V, K], read without a transposed copy).
+
+    With a scalar concentration the cell terms are summed over blocks of rows (``_cell_sum``),
+    so no float copy of the table exists: an evaluation's temporaries stay small next to the
+    table (a [V, K] float32 intermediate and a transposed copy before).
     """
     counts = jnp.asarray(counts)
-    a = jnp.broadcast_to(jnp.asarray(concentration, jnp.float32), counts.shape[-1:])
-    total = counts.sum(-1).astype(jnp.float32)
-    per_cell = log_rising_factorial(a, counts).sum(-1)
-    return jnp.sum(per_cell - log_rising_factorial(a.sum(), total))
+    axis = axis % counts.ndim
+    size = counts.shape[axis]
+    total = counts.sum(axis).astype(jnp.float32)
+    conc = jnp.asarray(concentration, jnp.float32)
+    if conc.ndim == 0:
+        cells, group = _cell_sum(counts, conc), size * conc
+    else:
+        if axis != counts.ndim - 1:
+            raise ValueError("a vector concentration runs along the last axis")
+        a = jnp.broadcast_to(conc, (size,))
+        cells, group = log_rising_factorial(a, counts).sum(), a.sum()
+    return cells - jnp.sum(log_rising_factorial(group, total))
+
+
+#: elements of a table whose cell terms are evaluated at once (1 MiB of float32)
+_CELL_BLOCK = 2 ** 18
+
+
+def _cell_sum(counts: Array, a: Array) -> Array:
+    """sum over all cells of log a^(counts), a block of rows at a time (``lax.fori_loop`` over
+    slices of the table itself, then the remaining rows)."""
+    rows = counts.reshape(counts.shape[0], -1) if counts.ndim > 1 else counts.reshape(1, -1)
+    height = max(1, _CELL_BLOCK // max(rows.shape[1], 1))
+    blocks = rows.shape[0] // height
+    if blocks <= 1:
+        return log_rising_factorial(a, rows).sum()
+
+    def add(i, acc):
+        part = jax.lax.dynamic_slice_in_dim(rows, i * height, height)
+        return acc + log_rising_factorial(a, part).sum()
+
+    head = jax.lax.fori_loop(0, blocks, add, jnp.float32(0.0))
+    return head + log_rising_factorial(a, rows[blocks * height:]).sum()
 
 
 def block_log_predictive(rows: Array, counts: Array, totals: Array, length: Array,

@@ -37,12 +37,17 @@ def round_up(n: int, multiple: int) -> int:
 def to_strided(x, num_blocks: int, fill=0, width: int | None = None):
     """[B, C] strided block layout of the per-item array `x` [N, ...]: slot (b, c) holds
     x[b + B c]; slots past the end (b + B c >= N) hold `fill`. `width`: C (default the
-    smallest, ``strided_width``; larger pads more). numpy in, numpy out; otherwise jax.numpy."""
-    xp = np if isinstance(x, np.ndarray) else jnp
+    smallest, ``strided_width``; larger pads more). numpy in, numpy out (a reshape and a
+    transpose); otherwise jax.numpy, as a gather from iota indices, which XLA writes in one pass
+    (its reshape-transpose of a padded copy went through one more [N] buffer)."""
     n = x.shape[0]
     c = strided_width(n, num_blocks) if width is None else width
-    x = xp.concatenate([x, xp.full((num_blocks * c - n,) + x.shape[1:], fill, x.dtype)])
-    return xp.swapaxes(x.reshape((c, num_blocks) + x.shape[1:]), 0, 1)
+    if not isinstance(x, np.ndarray):
+        index = (jnp.arange(num_blocks, dtype=jnp.int32)[:, None]
+                 + num_blocks * jnp.arange(c, dtype=jnp.int32)[None, :])
+        return jnp.take(x, index, axis=0, mode="fill", fill_value=fill)
+    x = np.concatenate([x, np.full((num_blocks * c - n,) + x.shape[1:], fill, x.dtype)])
+    return np.swapaxes(x.reshape((c, num_blocks) + x.shape[1:]), 0, 1)
 
 
 def from_strided(blocked, num_items: int):
