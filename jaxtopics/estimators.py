@@ -162,12 +162,14 @@ class FittedModel:
         return np.asarray(self._module.assignments(self._state))
 
     def log_joint_per_token(self) -> float:
-        """Collapsed log p(w, z) / N of the current state (tomotopy's ``ll_per_word``)."""
+        """Collapsed log p(w, z) / N of the current state (tomotopy's ``ll_per_word``): the
+        trace's last value when it was evaluated at this state (so a fitted model, its trace
+        and the model loaded from its file agree to the bit, on any number of devices)."""
+        if self.trace and self.trace[-1].sweep == self.sweeps_done:    # evaluated at this state
+            return self.trace[-1].log_joint_per_token
         if self._data is not None:
             lj = jax.jit(self._module.log_joint, static_argnums=2)(self._state, self._data, self.params)
             return float(lj) / self.num_tokens
-        if self.trace and self.trace[-1].sweep == self.sweeps_done:    # evaluated at this state
-            return self.trace[-1].log_joint_per_token
         lj = _log_joint_of_state(self._module, self._state, self.params)
         if lj is not None:
             return lj / self.num_tokens
@@ -441,6 +443,9 @@ def _check_sweeps(num_sweeps: int, eval_every: int, checkpoint_every: int | None
             raise ParameterError("checkpoint_every needs checkpoint_path (where to save); "
                                  "on the command line, --checkpoint-every needs --out")
     if checkpoint_path is not None:
+        if checkpoint_every is None:
+            raise ParameterError("checkpoint_path needs checkpoint_every (how many sweeps "
+                                 "between checkpoints)")
         _check_writable_file(checkpoint_path)
 
 

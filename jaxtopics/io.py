@@ -50,7 +50,9 @@ __all__ = [
 PathLike = str | os.PathLike[str]
 
 MODEL_FORMAT = "jaxtopics-model"
-MODEL_FORMAT_VERSION = 2
+MODEL_FORMAT_VERSION = 3
+#: the first format version whose files always carry a checksum
+CHECKSUMMED_SINCE = 3
 """1: vocabulary as a numpy unicode array; 2: as UTF-8 bytes + offsets (``encode_strings``),
 with ``num_docs`` and ``text_options`` in the metadata. Both are read."""
 _META_KEY = "__meta__"
@@ -617,6 +619,9 @@ def load_model_file(path: PathLike, arrays: bool = True) -> tuple[dict[str, np.n
             f"(up to {MODEL_FORMAT_VERSION}); upgrade jaxtopics to read it",
             p,
         )
+    if CHECKSUM_KEY not in meta and version >= CHECKSUMMED_SINCE:
+        raise FormatError("the metadata lacks its 'checksum' (every file of format_version "
+                          f"{CHECKSUMMED_SINCE} or later has one: the file was edited)", p)
     if arrays and CHECKSUM_KEY in meta:           # files of older versions have none
         if meta[CHECKSUM_KEY] != model_checksum(arrays, meta):
             raise FormatError("the arrays or metadata differ from what was saved (checksum "

@@ -105,6 +105,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                     help=f"comma-separated jaxtopics engines from {sorted(JAX_ENGINES)}")
     ap.add_argument("--alpha", type=float, default=0.1)
     ap.add_argument("--beta", type=float, default=0.01)
+    ap.add_argument("--sync-every", type=int, default=None,
+                    help="sharded engines: blocks between exchanges (default: lda.Params default)")
     ap.add_argument("--num-blocks", type=int, default=None,
                     help="default: lda.Params default")
     ap.add_argument("--mh-steps", type=int, default=None,
@@ -166,7 +168,8 @@ def run_jaxtopics(engine: str, k: int, corpus, args) -> dict:
     from jaxtopics.fit import run_chunk
     from jaxtopics.models import lda
 
-    overrides = dict(num_blocks=args.num_blocks, mh_steps=args.mh_steps)
+    overrides = dict(num_blocks=args.num_blocks, mh_steps=args.mh_steps,
+                     sync_every=args.sync_every)
     settings = {k: v for k, v in overrides.items() if v is not None}
     settings.update(JAX_ENGINES[engine])
     p = lda.Params(num_topics=k, alpha=args.alpha, beta=args.beta, **settings)
@@ -369,7 +372,8 @@ def main() -> None:
     print(f"corpus: synthetic LDA, D={corpus.num_docs} V={corpus.num_words} N={n} "
           f"(K_true={args.true_topics}, built in {gen_s:.1f} s); alpha={args.alpha} "
           f"beta={args.beta}; {args.sweeps} warm-up + {args.sweeps} timed sweeps; "
-          f"parallel: num_blocks={args.num_blocks} mh_steps={args.mh_steps}", flush=True)
+          f"parallel: num_blocks={args.num_blocks} mh_steps={args.mh_steps} "
+          f"sync_every={args.sync_every}", flush=True)
 
     results: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="bench_lda_") as tmp:

@@ -214,6 +214,7 @@ def test_show_reports_a_bad_model_file_in_one_line(tmp_path):
     meta = json.loads(str(stored["__meta__"][()]))
     del meta["seed"]
     meta.pop("checksum")             # as a file of a version before checksums: checked in full
+    meta["format_version"] = 2
     stored["__meta__"] = np.array(json.dumps(meta))
     with open(tmp_path / "bad.jtm", "wb") as f:
         np.savez(f, **stored)

@@ -170,7 +170,14 @@ def test_fit_on_four_devices_resumes_bitwise_and_saves(corpus, tmp_path):
     recount = lda.state_from_assignments(jnp.asarray(straight.assignments),
                                          lda.prepare(corpus, model.params), model.params)
     np.testing.assert_array_equal(np.asarray(recount.doc_topic), np.asarray(straight.state.doc_topic))
-    assert straight.log_joint_per_token() == pytest.approx(straight.trace[-1].log_joint_per_token)
+    # the fitted model, its trace and its file report one value (the sharded evaluation's)
+    straight.save(tmp_path / "s.jtm")
+    value = straight.trace[-1].log_joint_per_token
+    assert straight.log_joint_per_token() == value == jt.load(tmp_path / "s.jtm").log_joint_per_token()
+    merged = lda.state_from_assignments(jnp.asarray(straight.assignments),
+                                        lda.prepare(corpus, model.params), model.params)
+    assert value == pytest.approx(float(lda.log_joint(merged, None, model.params))
+                                  / corpus.num_tokens, rel=1e-6)
 
 
 def test_fit_devices_errors(corpus):

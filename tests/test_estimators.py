@@ -121,6 +121,8 @@ def test_empty_documents_are_kept(small_corpus):
     ({"sampler": "gibbs"}, "sampler"),
     ({"num_blocks": 0}, "num_blocks"),
     ({"mh_steps": -1}, "mh_steps"),
+    ({"sampler": "sequential", "mh_steps": 2}, "mh_steps applies to the 'parallel' sampler"),
+    ({"sampler": "uncollapsed", "mh_steps": 1}, "mh_steps applies to the 'parallel' sampler"),
 ])
 def test_bad_parameters(kwargs, match):
     args = {"num_topics": 3, **kwargs}
@@ -414,6 +416,7 @@ def _rewrite(path, out, *, meta=None, drop=(), arrays=None, checksum=False):
     m = json.loads(str(stored["__meta__"][()]))
     if not checksum:
         m.pop("checksum", None)
+        m["format_version"] = min(m["format_version"], 2)   # formats without checksums
     for k, v in (meta or {}).items():
         if v is None:
             m.pop(k, None)
@@ -527,6 +530,16 @@ def test_a_damaged_or_edited_file_fails_its_checksum(saved_model, tmp_path, edit
     assert str(e.value).startswith(str(bad))
 
 
+def test_a_current_file_without_its_checksum_is_refused(saved_model, tmp_path):
+    """Only files of the formats before checksums (<= 2) may lack one: deleting it from a
+    current file does not turn the checks off."""
+    path, _ = saved_model
+    bad = _rewrite(path, tmp_path / "nosum.jtm", meta={"format_version": 3, "seed": 12345})
+    with pytest.raises(FormatError, match="lacks its 'checksum'"):
+        jt.load(bad)
+    assert jt.load(_rewrite(path, tmp_path / "v2.jtm")).seed == 0      # an older file loads
+
+
 def test_every_model_file_carries_a_checksum(tmp_path):
     from jaxtopics.datasets import synthetic_lda
     from jaxtopics.io import load_model_file, model_checksum
@@ -562,7 +575,8 @@ def test_checkpoint_location_is_checked_before_sweeping(small_corpus, tmp_path):
                       checkpoint_every=25, progress=False)
     assert e.value.filename == str(tmp_path / "no" / "m.jtm")
     with pytest.raises(IsADirectoryError):
-        jt.LDA(2).fit(small_corpus, num_sweeps=1, checkpoint_path=tmp_path, progress=False)
+        jt.LDA(2).fit(small_corpus, num_sweeps=1, checkpoint_path=tmp_path, checkpoint_every=1,
+                      progress=False)
     assert not list(tmp_path.iterdir())                   # no probe file left behind
 
 

@@ -545,6 +545,15 @@ def test_read_outs_and_empty_document(tmp_path):
     theta = m.transform(corpus, num_sweeps=2)
     assert theta.shape == (d, k) and np.allclose(theta.sum(1), 1.0, atol=1e-5)
     assert np.isfinite(m.log_joint_per_token())
+    # a new document without tokens gets the prior mean sum_l p(l) theta_l, p(l) ∝ m_l + lam,
+    # whatever the seed and its position (it was a Monte Carlo average of pseudo-document draws)
+    weights = np.asarray(m.state.pseudo_docs, np.float64) + m.params.lam
+    prior_mean = (weights / weights.sum()) @ m.pseudo_doc_topic
+    np.testing.assert_allclose(theta[4], prior_mean, rtol=1e-5)
+    for seed in (0, 1):
+        new = jt.Corpus.from_token_lists([[], [], [corpus.vocab[0]]])
+        empty = m.transform(new, num_sweeps=4, seed=seed)
+        np.testing.assert_allclose(empty[:2], [prior_mean, prior_mean], rtol=1e-5)
 
 
 # ------------------------------------------------------------------------------------------

@@ -63,6 +63,7 @@ def test_load_refuses_missing_parameters(tmp_path):
     meta = json.loads(str(arr[()]))
     del meta["params"]["alpha"]
     meta.pop("checksum")             # as a file of a version before checksums: checked in full
+    meta["format_version"] = 2
     arrays = {k: v for k, v in np.load(path).items()}
     arrays[meta_name[:-4]] = np.asarray(json.dumps(meta))
     np.savez(tmp_path / "edited.npz", **arrays)
@@ -79,6 +80,8 @@ def test_checkpoint_every_needs_a_path():
     c = jt.Corpus.from_token_lists([["a", "b", "c"], ["b", "c", "d"]])
     with pytest.raises(ParameterError, match="checkpoint_every needs checkpoint_path"):
         jt.LDA(2).fit(c, num_sweeps=2, checkpoint_every=1)
+    with pytest.raises(ParameterError, match="checkpoint_path needs checkpoint_every"):
+        jt.LDA(2).fit(c, num_sweeps=2, checkpoint_path="never-written.jtm")
 
 
 def test_trace_seconds_keep_counting_over_a_resume():

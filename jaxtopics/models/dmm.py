@@ -374,7 +374,7 @@ def _blocked(key: Array, state: State, data: Data, params: Params,
 def check_shard_params(params: NamedTuple) -> None:
     """Sharded sweeps run the parallel kernel."""
     if params.sampler != "parallel":
-        raise ParameterError(f"sharded sweeps (axis_name) run the 'parallel' kernel, got "
+        raise ParameterError(f"sharded sweeps (devices > 1) run the 'parallel' kernel, got "
                              f"sampler={params.sampler!r}")
 
 

@@ -179,6 +179,9 @@ def check_params(params: Params) -> Params:
     sizes = {name: check_int(getattr(params, name), name, low=low)
              for name, low in (("num_blocks", 1), ("mh_steps", 0), ("chunk_size", 1),
                                ("sync_every", 1))}
+    if sizes["mh_steps"] and params.sampler != "parallel":
+        raise ParameterError(f"mh_steps applies to the 'parallel' sampler only, got "
+                             f"sampler={params.sampler!r} with mh_steps={sizes['mh_steps']}")
     return params._replace(num_topics=k, alpha=alpha, beta=beta, **sizes)
 
 
@@ -613,7 +616,7 @@ def check_shard_params(params: Params) -> None:
     """Sharded sweeps run the parallel kernel with exact draws: MH proposals would draw from a
     shard's own tokens, not from the whole corpus."""
     if params.sampler != "parallel" or params.mh_steps != 0:
-        raise ParameterError("sharded sweeps (axis_name) run the 'parallel' kernel with exact draws "
+        raise ParameterError("sharded sweeps (devices > 1) run the 'parallel' kernel with exact draws "
                              f"(mh_steps=0), got sampler={params.sampler!r}, mh_steps={params.mh_steps}")
 
 

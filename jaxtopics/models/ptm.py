@@ -493,7 +493,8 @@ def fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps
     Each sweep draws every new document's pseudo-document from (36) against the fitted counts
     (the new documents are independent given them, so all at once), then the new tokens' topics
     in blocks from p(z_i = k) ∝ (N_l^k + N_m^k,-i + alpha) phi_kw (the document joins its
-    pseudo-document). theta as in ``estimate``, averaged over the second half of the sweeps.
+    pseudo-document). theta as in ``estimate``, averaged over the second half of the sweeps; a
+    document without tokens gets the prior mean sum_l p(l) theta_l.
     """
     n, d, v = _sizes(new_data)
     k = params.num_topics
@@ -545,4 +546,10 @@ def fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps
 
     (_, _, _, acc), _ = jax.lax.scan(one_sweep, (z0, l0, ndk, jnp.zeros((d, k), jnp.float32)),
                                      jnp.arange(num_sweeps))
-    return acc / (num_sweeps - num_sweeps // 2)
+    # a document without tokens: the prior mean, exactly (not a Monte Carlo average over its
+    # pseudo-document draws): sum_l p(l) theta_l with p(l) ∝ m_l + lam, eq. (36) without tokens
+    prior = state.pseudo_docs.astype(jnp.float32) + params.lam
+    pseudo_theta = _theta(jnp.zeros_like(state.pseudo_topic), state.pseudo_topic, params)
+    prior_mean = jnp.sum((prior / prior.sum())[:, None] * pseudo_theta, axis=0)
+    empty = (ndk.sum(1) == 0)[:, None]
+    return jnp.where(empty, prior_mean[None, :], acc / (num_sweeps - num_sweeps // 2))

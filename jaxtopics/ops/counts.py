@@ -86,7 +86,7 @@ def sharded_sweep(parallel_sweep, key: Array, state, data, params, axis_name: st
     ``shard_map`` over documents: other samplers are refused, and the sweep info's ``changed``
     is summed over the shards (the whole sweep's, equal on every shard)."""
     if params.sampler != "parallel":
-        raise ParameterError(f"sharded sweeps (axis_name) run the 'parallel' kernel, got "
+        raise ParameterError(f"sharded sweeps (devices > 1) run the 'parallel' kernel, got "
                              f"sampler={params.sampler!r}")
     state, info = parallel_sweep(key, state, data, params, axis_name)
     return state, info._replace(changed=jax.lax.psum(info.changed, axis_name))
