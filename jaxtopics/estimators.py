@@ -417,7 +417,20 @@ def load(path: str | os.PathLike) -> FittedModel:
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             raise FormatError("metadata 'label_names' must be a list of strings", path=str(path))
         model.label_names = tuple(names)
+    if "checksum" not in meta:
+        _check_read_outs(model, path)
     return model
+
+
+def _check_read_outs(model: FittedModel, path: Any) -> None:
+    """A file from before checksums (format <= 2) meets only the checks of its metadata and
+    shapes (and LDA's ``check_state``): its read-outs are computed once here, so that latents
+    edited out of range are one FormatError at load, not an IndexError in ``summary()``."""
+    try:
+        model.summary()
+    except (IndexError, ValueError, TypeError, FloatingPointError) as e:
+        raise FormatError(f"inconsistent state: its read-outs fail ({type(e).__name__}: {e})",
+                          path=str(path)) from None
 
 
 def _fingerprint(corpus: Corpus, model: str, version: int = 2) -> str:

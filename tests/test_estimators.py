@@ -540,6 +540,23 @@ def test_a_current_file_without_its_checksum_is_refused(saved_model, tmp_path):
     assert jt.load(_rewrite(path, tmp_path / "v2.jtm")).seed == 0      # an older file loads
 
 
+def test_an_older_file_whose_read_outs_fail_is_a_format_error(tmp_path):
+    """A file from before checksums with latents edited out of range: one FormatError at load
+    (and from `jaxtopics show`), not an IndexError or ValueError from the read-outs."""
+    from jaxtopics.datasets import synthetic_lda
+
+    corpus = synthetic_lda(num_docs=12, num_words=20, num_topics=3, mean_doc_length=8, seed=2).corpus
+    path = tmp_path / "dmm.jtm"
+    jt.DMM(num_clusters=3).fit(corpus, num_sweeps=2, progress=False).save(path)
+    with np.load(path) as z:
+        bad_z = z["state.z"].copy()
+    bad_z[0] = -1
+    bad = _rewrite(path, tmp_path / "bad.jtm", arrays={"state.z": bad_z})
+    with pytest.raises(FormatError, match="inconsistent state: its read-outs fail"):
+        jt.load(bad)
+    assert jt.load(_rewrite(path, tmp_path / "fine.jtm")).summary().startswith("<DMM")
+
+
 def test_every_model_file_carries_a_checksum(tmp_path):
     from jaxtopics.datasets import synthetic_lda
     from jaxtopics.io import load_model_file, model_checksum
