@@ -772,7 +772,8 @@ def _topic_shares(model: FittedModel, theta: np.ndarray) -> tuple[np.ndarray, st
     topic per token, else the mean of theta over documents (and it says so)."""
     z = np.asarray(model.assignments)
     if model.num_tokens > 0 and z.shape == (model.num_tokens,):
-        return np.bincount(z, minlength=theta.shape[1]) / z.shape[0], "share of tokens"
+        seated = z[z != -1]         # -1: a document not seated yet (DPMM before its first sweep)
+        return np.bincount(seated, minlength=theta.shape[1]) / z.shape[0], "share of tokens"
     return theta.mean(0), "mean theta over documents"
 
 

@@ -546,15 +546,25 @@ def test_an_older_file_whose_read_outs_fail_is_a_format_error(tmp_path):
     from jaxtopics.datasets import synthetic_lda
 
     corpus = synthetic_lda(num_docs=12, num_words=20, num_topics=3, mean_doc_length=8, seed=2).corpus
-    path = tmp_path / "dmm.jtm"
-    jt.DMM(num_clusters=3).fit(corpus, num_sweeps=2, progress=False).save(path)
+    path = tmp_path / "dpmm.jtm"
+    jt.DPMM().fit(corpus, num_sweeps=2, progress=False).save(path)
     with np.load(path) as z:
         bad_z = z["state.z"].copy()
-    bad_z[0] = -1
+    bad_z[0] = 10**6
     bad = _rewrite(path, tmp_path / "bad.jtm", arrays={"state.z": bad_z})
     with pytest.raises(FormatError, match="inconsistent state: its read-outs fail"):
         jt.load(bad)
-    assert jt.load(_rewrite(path, tmp_path / "fine.jtm")).summary().startswith("<DMM")
+    assert jt.load(_rewrite(path, tmp_path / "fine.jtm")).summary().startswith("<DPMM")
+
+
+def test_a_model_before_its_first_sweep_has_read_outs(tmp_path):
+    """fit(num_sweeps=0): DPMM's documents are not seated yet (z = -1); its summary, file and
+    `jaxtopics show` work (summary's bincount of the -1 labels raised)."""
+    corpus = jt.Corpus.from_token_lists([["a", "b"], ["c"], ["a", "c", "d"]])
+    m = jt.DPMM().fit(corpus, num_sweeps=0, progress=False)
+    assert m.summary().startswith("<DPMM") and (np.asarray(m.labels) == -1).all()
+    m.save(tmp_path / "m.jtm")
+    assert jt.load(tmp_path / "m.jtm").summary() == m.summary()
 
 
 def test_every_model_file_carries_a_checksum(tmp_path):
