@@ -28,7 +28,7 @@ from . import __version__
 from .corpus import Corpus, TextOptions, split_sentences
 from .errors import CorpusError, FormatError, ParameterError, ShardLayoutWarning, UnknownWordsWarning
 from .fit import TracePoint, chain_keys, run_sweeps
-from .io import decode_strings, encode_strings, load_model_file, save_model_file
+from .io import CHECKSUM_KEY, decode_strings, encode_strings, load_model_file, save_model_file
 from .models import dmm, dpmm, dpmrm, hdp, lda, ptm, slda
 from .validate import INT32_MAX, check_int, check_positive_int, check_seed, seed_key
 
@@ -417,15 +417,16 @@ def load(path: str | os.PathLike) -> FittedModel:
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             raise FormatError("metadata 'label_names' must be a list of strings", path=str(path))
         model.label_names = tuple(names)
-    if "checksum" not in meta:
+    if CHECKSUM_KEY not in meta:
         _check_read_outs(model, path)
     return model
 
 
 def _check_read_outs(model: FittedModel, path: Any) -> None:
     """A file from before checksums (format <= 2) meets only the checks of its metadata and
-    shapes (and LDA's ``check_state``): its read-outs are computed once here, so that latents
-    edited out of range are one FormatError at load, not an IndexError in ``summary()``."""
+    shapes (and LDA's ``check_state``): its read-outs are computed once here, so that read-outs
+    failing on edited latents are one FormatError at load, not an IndexError in ``summary()``
+    later (an edit they survive is left to ``resume``'s recount)."""
     try:
         model.summary()
     except (IndexError, ValueError, TypeError, FloatingPointError) as e:

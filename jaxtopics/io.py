@@ -51,10 +51,12 @@ PathLike = str | os.PathLike[str]
 
 MODEL_FORMAT = "jaxtopics-model"
 MODEL_FORMAT_VERSION = 3
-#: the first format version whose files always carry a checksum
-CHECKSUMMED_SINCE = 3
 """1: vocabulary as a numpy unicode array; 2: as UTF-8 bytes + offsets (``encode_strings``),
-with ``num_docs`` and ``text_options`` in the metadata. Both are read."""
+with ``num_docs`` and ``text_options`` in the metadata; 3: the same, and the metadata always
+carries the SHA-256 ``checksum`` (``model_checksum``; late version-2 files may carry one too).
+All are read."""
+#: the first format version whose files must carry a checksum
+CHECKSUMMED_SINCE = 3
 _META_KEY = "__meta__"
 _INT32_MAX = np.iinfo(np.int32).max
 _INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
