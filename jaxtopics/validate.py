@@ -25,6 +25,8 @@ __all__ = [
     "FLOAT32_TINY",
     "FLOAT32_MAX",
     "check_int",
+    "latent_problem",
+    "count_problem",
     "check_positive_int",
     "check_float32",
     "check_seed",
@@ -111,3 +113,24 @@ def seed_key(seed: Any, name: str = "seed") -> Array:
     for w in words:
         key = jax.random.fold_in(key, np.uint32(w))
     return key
+
+
+def latent_problem(name: str, values: Any, high: int, dummy_slot: bool = False) -> str | None:
+    """What is wrong with the latent variables `values` of a state read from a file (host
+    array): each must lie in [0, high), and with `dummy_slot` the last entry is a dummy 0.
+    None if nothing (a model's ``check_state``)."""
+    v = np.asarray(values)
+    real = v[:-1] if dummy_slot else v
+    if real.size and (int(real.min()) < 0 or int(real.max()) >= high):
+        return f"{name} holds values outside [0, {high})"
+    if dummy_slot and v.size and v[-1] != 0:
+        return f"{name}'s last (dummy) slot must be 0"
+    return None
+
+
+def count_problem(**tables: Any) -> str | None:
+    """'negative counts in <name>' for the first count table with a negative entry, else None."""
+    for name, table in tables.items():
+        if np.asarray(table).size and int(np.min(table)) < 0:
+            return f"negative counts in {name}"
+    return None

@@ -557,6 +557,28 @@ def test_an_older_file_whose_read_outs_fail_is_a_format_error(tmp_path):
     assert jt.load(_rewrite(path, tmp_path / "fine.jtm")).summary().startswith("<DPMM")
 
 
+@pytest.mark.parametrize("name, field", [("DMM", "z"), ("DMM", "doc_items"), ("PTM", "z"),
+                                         ("PTM", "pseudo"), ("SentenceLDA", "z"),
+                                         ("SentenceLDA", "token_sentence")])
+def test_an_older_file_with_latents_out_of_range_is_refused_at_load(tmp_path, name, field):
+    """The models' check_state: a latent edited out of range in a file without checksum (PTM's
+    pseudo = -1 even passed resume's recount, wrapping to the last pseudo-document)."""
+    docs = [[["a", "b"], ["c", "a"]], [["d", "e", "a"]], [["b", "c"], ["e"]], [["a", "d"]]]
+    corpus = jt.Corpus.from_token_lists(docs, sentences=True)
+    model = {"DMM": jt.DMM(num_clusters=3), "PTM": jt.PTM(num_topics=2, num_pseudo_docs=2),
+             "SentenceLDA": jt.SentenceLDA(num_topics=2)}[name]
+    path = tmp_path / "m.jtm"
+    model.fit(corpus, num_sweeps=2, progress=False).save(path)
+    assert jt.load(_rewrite(path, tmp_path / "fine.jtm")).sweeps_done == 2
+    with np.load(path) as z:
+        latent = z[f"state.{field}"].copy()
+    for value in (-1, 10**6):
+        latent[0] = value
+        bad = _rewrite(path, tmp_path / "bad.jtm", arrays={f"state.{field}": latent})
+        with pytest.raises(FormatError, match=f"inconsistent state: {field} holds values outside"):
+            jt.load(bad)
+
+
 def test_a_model_before_its_first_sweep_has_read_outs(tmp_path):
     """fit(num_sweeps=0): DPMM's documents are not seated yet (z = -1); its summary, file and
     `jaxtopics show` work (summary's bincount of the -1 labels raised)."""

@@ -44,6 +44,7 @@ from jax import Array
 
 from ..corpus import Corpus
 from ..errors import ParameterError
+from ..validate import count_problem, latent_problem
 from ..ops import (
     block_log_predictive,
     categorical_logits,
@@ -60,7 +61,7 @@ from ..ops import (
 
 __all__ = [
     "Params", "State", "Data", "SweepInfo", "SAMPLERS",
-    "check_params", "prepare", "init", "state_from_assignments", "sweep", "log_joint",
+    "check_params", "check_state", "prepare", "init", "state_from_assignments", "sweep", "log_joint",
     "estimate", "fold_in", "assignments", "rebuild", "blocked_sweep", "doc_log_predictive",
     "prior_log_weight", "MAX_TABLE_CELLS", "shard_sizes", "pad_shard", "recount_shard",
 ]
@@ -449,6 +450,16 @@ def estimate(state: State, params: Params) -> dict[str, Array]:
     return {"theta": theta, "phi": phi, "labels": z, "cluster_sizes": state.cluster_docs,
             "num_active_clusters": jnp.sum(state.cluster_docs > 0, dtype=jnp.int32),
             "cluster_weights": (state.cluster_docs + params.alpha) / (d + k * params.alpha)}
+
+
+def check_state(state: State, params: Params) -> str | None:
+    """What is out of range in a state read from a file (host arrays), or None: clusters z in
+    [0, K) with the dummy slot 0, the documents' words in [0, V), counts non-negative
+    (``resume`` recounts the tables from z)."""
+    return (latent_problem("z", state.z, params.num_clusters, dummy_slot=True)
+            or latent_problem("doc_items", state.doc_items, np.shape(state.word_cluster)[0])
+            or count_problem(cluster_docs=state.cluster_docs, word_cluster=state.word_cluster,
+                             cluster_tokens=state.cluster_tokens, doc_counts=state.doc_counts))
 
 
 def rebuild(state: State, data: Data, params: Params) -> State:

@@ -45,6 +45,7 @@ from jax import Array
 
 from ..corpus import Corpus
 from ..errors import ParameterError
+from ..validate import count_problem, latent_problem
 from ..ops import (
     categorical,
     categorical_logits,
@@ -65,7 +66,7 @@ from ..ops import (
 
 __all__ = [
     "Params", "State", "Data", "SweepInfo", "SAMPLERS",
-    "check_params", "prepare", "init", "state_from_assignments", "sweep", "log_joint",
+    "check_params", "check_state", "prepare", "init", "state_from_assignments", "sweep", "log_joint",
     "estimate", "fold_in", "assignments", "rebuild", "shard_sizes", "pad_shard", "recount_shard",
 ]
 
@@ -475,6 +476,17 @@ def estimate(state: State, params: Params) -> dict[str, Array]:
     pseudo = (state.pseudo_topic + params.alpha) / (state.pseudo_topic.sum(1, keepdims=True) + ka)
     return {"theta": _theta(state.doc_topic, state.pseudo_topic[state.pseudo], params), "phi": phi,
             "pseudo_doc_topic": pseudo, "pseudo_labels": state.pseudo}
+
+
+def check_state(state: State, params: Params) -> str | None:
+    """What is out of range in a state read from a file (host arrays), or None: topics z in
+    [0, K) with the dummy slot 0, pseudo-documents in [0, P), counts non-negative (``resume``
+    recounts the tables from z and the pseudo-documents)."""
+    return (latent_problem("z", state.z, params.num_topics, dummy_slot=True)
+            or latent_problem("pseudo", state.pseudo, params.num_pseudo_docs)
+            or count_problem(pseudo_topic=state.pseudo_topic, pseudo_docs=state.pseudo_docs,
+                             doc_topic=state.doc_topic, word_topic=state.word_topic,
+                             topic=state.topic))
 
 
 def rebuild(state: State, data: Data, params: Params) -> State:

@@ -42,6 +42,7 @@ from jax import Array
 
 from ..corpus import Corpus
 from ..errors import CorpusError, ParameterError
+from ..validate import count_problem, latent_problem
 from ..ops import (
     block_log_predictive,
     categorical_logits,
@@ -59,7 +60,7 @@ from ..ops import (
 
 __all__ = [
     "Params", "State", "Data", "SweepInfo", "SAMPLERS",
-    "check_params", "prepare", "init", "state_from_assignments", "sweep", "log_joint",
+    "check_params", "check_state", "prepare", "init", "state_from_assignments", "sweep", "log_joint",
     "estimate", "fold_in", "assignments", "rebuild", "shard_sizes", "pad_shard", "recount_shard",
 ]
 
@@ -428,6 +429,17 @@ def estimate(state: State, params: Params) -> dict[str, Array]:
     theta = (state.doc_topic + params.alpha) / (nd + k * params.alpha)
     phi = (state.word_topic.T + params.beta) / (state.topic[:, None] + v * params.beta)
     return {"theta": theta, "phi": phi, "sentence_topics": state.z[:-1]}
+
+
+def check_state(state: State, params: Params) -> str | None:
+    """What is out of range in a state read from a file (host arrays), or None: sentence topics
+    z in [0, K) with the dummy slot 0, every token's sentence in [0, S), counts non-negative
+    (``resume`` recounts the tables from z)."""
+    sentences = np.asarray(state.z).shape[0] - 1
+    return (latent_problem("z", state.z, params.num_topics, dummy_slot=True)
+            or latent_problem("token_sentence", state.token_sentence, max(sentences, 0))
+            or count_problem(doc_topic=state.doc_topic, word_topic=state.word_topic,
+                             topic=state.topic))
 
 
 def rebuild(state: State, data: Data, params: Params) -> State:
