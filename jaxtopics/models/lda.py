@@ -35,7 +35,8 @@ from jax import Array
 
 from ..corpus import Corpus
 from ..errors import ParameterError
-from ..validate import FLOAT32_MAX, check_float32, check_int, check_positive_int
+from ..validate import (FLOAT32_MAX, check_float32, check_int, check_positive_int, count_problem,
+                        latent_problem)
 from ..ops import (
     LANE_MULTIPLE,
     block_uniforms,
@@ -203,13 +204,11 @@ def check_state(state: State, params: Params) -> str | None:
     """
     z = np.asarray(state.z)
     n, k = z.shape[0] - 1, params.num_topics
-    if n > 0 and (z[:n].min() < 0 or z[:n].max() >= k):
-        return f"z holds topics outside [0, {k})"
-    if z[n] != 0:
-        return "z's last (dummy) slot must be 0"
     doc_topic, word_topic, topic = (np.asarray(a, np.int64) for a in state[1:])
-    if min(doc_topic.min(initial=0), word_topic.min(initial=0), topic.min(initial=0)) < 0:
-        return "negative counts"
+    problem = (latent_problem("z", z, k, dummy_slot=True, what="topics")
+               or count_problem(doc_topic=doc_topic, word_topic=word_topic, topic=topic))
+    if problem:
+        return problem
     by_topic = np.bincount(z[:n], minlength=k)
     for name, table in (("doc_topic", doc_topic.sum(0)), ("word_topic", word_topic.sum(0)),
                         ("topic", topic)):
