@@ -116,14 +116,14 @@ def seed_key(seed: Any, name: str = "seed") -> Array:
 
 
 def latent_problem(name: str, values: Any, high: int, dummy_slot: bool = False,
-                   what: str = "values") -> str | None:
+                   what: str = "values", low: int = 0) -> str | None:
     """What is wrong with the latent variables `values` of a state read from a file (host
-    array): each must lie in [0, high), and with `dummy_slot` the last entry is a dummy 0.
+    array): each must lie in [low, high), and with `dummy_slot` the last entry is a dummy 0.
     None if nothing (a model's ``check_state``)."""
     v = np.asarray(values)
     real = v[:-1] if dummy_slot else v
-    if real.size and (int(real.min()) < 0 or int(real.max()) >= high):
-        return f"{name} holds {what} outside [0, {high})"
+    if real.size and (int(real.min()) < low or int(real.max()) >= high):
+        return f"{name} holds {what} outside [{low}, {high})"
     if dummy_slot and v.size and v[-1] != 0:
         return f"{name}'s last (dummy) slot must be 0"
     return None

@@ -559,20 +559,23 @@ def test_an_older_file_whose_read_outs_fail_is_a_format_error(tmp_path):
 
 @pytest.mark.parametrize("name, field", [("DMM", "z"), ("DMM", "doc_items"), ("PTM", "z"),
                                          ("PTM", "pseudo"), ("SentenceLDA", "z"),
-                                         ("SentenceLDA", "token_sentence")])
+                                         ("SentenceLDA", "token_sentence"), ("DPMM", "z"),
+                                         ("DPMM", "doc_items")])
 def test_an_older_file_with_latents_out_of_range_is_refused_at_load(tmp_path, name, field):
     """The models' check_state: a latent edited out of range in a file without checksum (PTM's
-    pseudo = -1 even passed resume's recount, wrapping to the last pseudo-document)."""
+    pseudo = -1 even passed resume's recount, wrapping to the last pseudo-document). DPMM's
+    z may be -1 (a document not seated yet), not -2."""
     docs = [[["a", "b"], ["c", "a"]], [["d", "e", "a"]], [["b", "c"], ["e"]], [["a", "d"]]]
     corpus = jt.Corpus.from_token_lists(docs, sentences=True)
     model = {"DMM": jt.DMM(num_clusters=3), "PTM": jt.PTM(num_topics=2, num_pseudo_docs=2),
-             "SentenceLDA": jt.SentenceLDA(num_topics=2)}[name]
+             "SentenceLDA": jt.SentenceLDA(num_topics=2), "DPMM": jt.DPMM(capacity=4)}[name]
+    low = -2 if (name, field) == ("DPMM", "z") else -1
     path = tmp_path / "m.jtm"
     model.fit(corpus, num_sweeps=2, progress=False).save(path)
     assert jt.load(_rewrite(path, tmp_path / "fine.jtm")).sweeps_done == 2
     with np.load(path) as z:
         latent = z[f"state.{field}"].copy()
-    for value in (-1, 10**6):
+    for value in (low, 10**6):
         latent[0] = value
         bad = _rewrite(path, tmp_path / "bad.jtm", arrays={f"state.{field}": latent})
         with pytest.raises(FormatError, match=f"inconsistent state: {field} holds values outside"):

@@ -456,7 +456,13 @@ def check_state(state: State, params: Params) -> str | None:
     """What is out of range in a state read from a file (host arrays), or None: clusters z in
     [0, K) with the dummy slot 0, the documents' words in [0, V), counts non-negative
     (``resume`` recounts the tables from z)."""
-    return (latent_problem("z", state.z, params.num_clusters, dummy_slot=True)
+    return check_layout(state, params.num_clusters)
+
+
+def check_layout(state: State, num_clusters: int, unseated: bool = False) -> str | None:
+    """:func:`check_state` for `num_clusters` cluster slots; `unseated`: z may also be -1 (a
+    document without a cluster, DPMM before its first sweep)."""
+    return (latent_problem("z", state.z, num_clusters, dummy_slot=True, low=-int(unseated))
             or latent_problem("doc_items", state.doc_items, np.shape(state.word_cluster)[0])
             or count_problem(cluster_docs=state.cluster_docs, word_cluster=state.word_cluster,
                              cluster_tokens=state.cluster_tokens, doc_counts=state.doc_counts))

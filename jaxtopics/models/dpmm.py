@@ -84,7 +84,7 @@ SHARDABLE = True
 __all__ = [
     "Params", "State", "Data", "SweepInfo", "SAMPLERS",
     "check_params", "prepare", "init", "sweep", "log_joint", "estimate", "fold_in",
-    "assignments", "rebuild", "grow", "active_clusters",
+    "assignments", "rebuild", "grow", "active_clusters", "check_state",
 ]
 
 SAMPLERS = ("parallel", "sequential")
@@ -356,6 +356,13 @@ def estimate(state: State, params: Params) -> dict[str, np.ndarray]:
     return {"theta": theta, "phi": phi, "labels": np.where(z >= 0, label[np.maximum(z, 0)], -1),
             "cluster_sizes": sizes, "num_active_clusters": np.int64(slots.size),
             "cluster_weights": (sizes / max(d, 1)).astype(np.float32)}
+
+
+def check_state(state: State, params: Params) -> str | None:
+    """What is out of range in a state read from a file (host arrays), or None: clusters z in
+    [-1, capacity) (-1: not seated yet, before the first sweep of the "incremental" start) with
+    the dummy slot 0, the documents' words in [0, V), counts non-negative."""
+    return dmm.check_layout(state, np.shape(state.cluster_docs)[0], unseated=True)
 
 
 def rebuild(state: State, data: Data, params: Params) -> State:
