@@ -36,8 +36,12 @@ What a model module declares to be sharded (module-level hooks; this file never 
   every shard); ``log_joint(state, None, params)`` must score the stacked per-shard tables
   (padding rows add nothing).
 - optional ``check_shard_params(params)`` (refuse what the sharded kernel cannot run; the
-  ``parallel`` sampler is required of every model) and ``SHARD_INITS`` (the ``init`` settings
-  ``init`` below supports).
+  ``parallel`` sampler is required of every model), ``SHARD_INITS`` (the ``init`` settings
+  ``init`` below supports), ``SHARD_REPLICATED`` (global State fields that are settings,
+  e.g. sampled concentrations: equal on every shard, never summed over the shards) and
+  ``SHARD_MAX_FIELDS`` (global State fields that are no counts but labels of slots, e.g. a
+  topic slot's owner: a shard's part is the label where its own items use the slot, 0
+  elsewhere, and the parts combine by their largest value).
 
 The same code runs on the CPU devices of one process (``jax_num_cpu_devices``), on the GPUs of
 one host, and over several processes (``jax.distributed``: ``initialize``, each process reads
@@ -49,6 +53,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
+from functools import partial
 from types import ModuleType
 from typing import Any, Sequence
 
@@ -361,9 +366,14 @@ def _shard_axis_of(module: ModuleType, state: Any) -> Any:
 
 
 def _sum_globals(module: ModuleType, state: Any) -> Any:
-    """Per-shard states stacked on axis 0 -> global tables summed over the shards."""
-    return type(state)(*(x if _is_sharded(module, f) else jnp.sum(x, 0, dtype=x.dtype)
-                         for f, x in zip(state._fields, state)))
+    """Per-shard states stacked on axis 0 -> global tables summed over the shards (the
+    ``SHARD_REPLICATED`` fields, equal on every shard, taken from the first; the
+    ``SHARD_MAX_FIELDS`` their largest value over the shards)."""
+    same = getattr(module, "SHARD_REPLICATED", ())
+    largest = getattr(module, "SHARD_MAX_FIELDS", ())
+    return type(state)(*(x if _is_sharded(module, f) else x[0] if f in same
+                         else jnp.max(x, 0) if f in largest
+                         else jnp.sum(x, 0, dtype=x.dtype) for f, x in zip(state._fields, state)))
 
 
 def _init_shards(keys: Array, sdata: ShardedData, params: Any) -> Any:
@@ -440,13 +450,14 @@ def shard_state(state: Any, sdata: ShardedData, *, local: bool = False) -> Any:
         axis, full = module.SHARD_FIELDS[f], np.asarray(value)
         t0 = starts[axis]
         base = t0[shards[0]] if local else 0
-        pieces = np.zeros((len(shards),) + shapes[f], full.dtype)
+        # trailing axes: at least the state's own (a capacity grown since ``prepare``)
+        tail = tuple(max(a, b) for a, b in zip(shapes[f][1:], full.shape[1:]))
+        pieces = np.zeros((len(shards), shapes[f][0]) + tail, full.dtype)
         for i, s in enumerate(shards):
             rows = full[t0[s] - base:t0[s + 1] - base]
             if f in index:
                 rows = rows - (starts[index[f]][s] - (starts[index[f]][shards[0]] if local else 0))
-            pieces[(i, slice(0, rows.shape[0])) + tuple(slice(0, n) for n in rows.shape[1:])] = \
-                rows[(slice(None),) + tuple(slice(0, n) for n in shapes[f][1:])]
+            pieces[(i, slice(0, rows.shape[0])) + tuple(slice(0, n) for n in rows.shape[1:])] = rows
         out.append(pieces if jax.process_count() > 1 else jnp.asarray(pieces))
     return type(state)(*out)
 
@@ -602,15 +613,12 @@ class Sharded:
 
     def _grow(self, state: Any, sdata: ShardedData, params: Any) -> Any:
         """The model's ``grow`` (more capacity in the global tables) of the global view of the
-        sharded state, on the devices, with the state's layout kept."""
+        sharded state, with the state's layout kept. Called outside jit, as the driver grows a
+        one-device state: how much a model grows may depend on the state's values."""
         shardings = jax.tree.map(lambda spec: NamedSharding(self.mesh, spec),
                                  _specs(self.module, state))
-        return jax.jit(_grow_flat, static_argnums=(0, 3), out_shardings=shardings)(
-            self.module, state, sdata, params)
-
-
-def _grow_flat(module: ModuleType, state: Any, sdata: ShardedData, params: Any) -> Any:
-    return _unflat(module, module.grow(_flat(module, state), sdata, params), state)
+        grown = self.module.grow(_flat(self.module, state), sdata, params)
+        return jax.jit(partial(_unflat, self.module), out_shardings=shardings)(grown, state)
 
 
 class ShardedLDA(Sharded):

@@ -230,8 +230,8 @@ class FittedModel:
         continues on the devices the chain ran on so far (``shards``, saved in the model file);
         another count continues as a different chain (``ShardLayoutWarning``). `devices`: shard the
         documents over the first `devices` devices (``jaxtopics.distributed``: the model's
-        ``parallel`` kernel, for every model whose module is ``SHARDABLE``: LDA, Sentence-LDA,
-        PTM, DMM, DPMM; HDP and DP-MRM are refused); ``"auto"`` uses every device of
+        ``parallel`` kernel, for every model whose module is ``SHARDABLE``: all of them; LDA's
+        MH draws are refused); ``"auto"`` uses every device of
         ``jax.devices()`` when the model's kernel can be sharded, else one
         (``resolve_devices``); None runs on the default device.
         """
@@ -492,7 +492,7 @@ class _Estimator:
         With `checkpoint_path`, the model is saved (atomically) every `checkpoint_every` sweeps
         (default: every eval) so a killed run can continue with ``load(path).resume(corpus, ...)``.
         `devices=P` shards the documents over P devices (``jaxtopics.distributed``; the
-        ``parallel`` sampler of any model with a sharded kernel: all but HDP and DP-MRM): the
+        ``parallel`` sampler of every model, LDA without MH draws): the
         same blocked sweep with its draws split P ways; the chain differs from the one-device
         chain of the same seed (each shard draws its own uniforms) but is reproducible for a
         given P, and ``devices=1`` is the default run.

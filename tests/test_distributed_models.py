@@ -12,6 +12,7 @@ LDA's sharded sweep is tested in test_distributed.py.
 
 from __future__ import annotations
 
+import types
 import warnings
 
 import numpy as np
@@ -130,8 +131,10 @@ def test_low_level_init_and_recount_count_no_padding(name, corpora):
 
 def test_models_without_a_sharded_kernel_are_refused(corpora):
     corpus = corpora["dmm"]
-    with pytest.raises(ParameterError, match="no sharded kernel"):
-        jt.HDP().fit(corpus, num_sweeps=1, devices=2)
+    with pytest.raises(ParameterError, match="mh_steps"):
+        jt.LDA(num_topics=3, mh_steps=2).fit(corpus, num_sweeps=1, devices=2)
+    # every model of the library has a sharded kernel now; a module without the hooks is refused
+    assert dist.shard_refusal(types.ModuleType("toy"), None) == "toy has no sharded kernel"
     with pytest.raises(ParameterError, match="'parallel' kernel"):
         jt.DMM(num_clusters=4, sampler="sequential").fit(corpus, num_sweeps=1, devices=2)
 

@@ -46,6 +46,21 @@ step) then its tables (label-and-topic step):
   of a block cannot open one shared new topic). With one document per block
   (``num_blocks >= D``) it is the sequential kernel, bit for bit.
 
+Sharded (``jaxtopics.distributed``: ``sweep(..., axis_name=)``, the ``parallel`` kernel only):
+every device holds a contiguous range of documents with their latents and per-document tables
+(``SHARD_FIELDS``: token tables, table sizes, table topics, m_jk, label ids) and a copy of the
+global tables (word-topic n_klw, topic totals n_kl, m_kl, m_k, slot owners). The devices visit
+their blocks in step; each runs its documents of block b as above, then the block's moves are
+exchanged (``ops.exchange``: the documents' count changes of every topic slot, private topics
+included, in one packed all-gather of int32) and every device runs the same write-back over all
+of them in shard order, then position (``_write_back``): the summed changes of the global slots,
+then the private topics given free global slots in that order. So the copies of the global
+tables stay bitwise equal, a slot is opened once, and a sweep on P devices is the one-device
+blocked sweep whose block b is the union of the devices' blocks b (same staleness, same
+quality); each device writes back only its own documents. A sweep that needs a slot it does not
+have, on any device, reports ``overflow`` on every device (the driver grows and redoes it).
+One device is the one-device kernel, bit for bit.
+
 Capacities are static shapes with active masks: topic slots (``word_topic`` columns, active
 where ``topic_tables > 0``) and table slots per document (active where ``table_size > 0``). A
 sweep that needs a slot it does not have reports ``SweepInfo.overflow``; the driver discards it,
@@ -76,24 +91,41 @@ from jax import Array
 
 from ..corpus import Corpus
 from ..errors import CorpusError, ParameterError
+from ..validate import count_problem, latent_problem
 from ..ops import (
     categorical,
     categorical_logits,
     chunked_map,
     count_table,
     dirichlet_multinomial_log_evidence,
+    exchange,
     log_rising_factorial,
+    pad_array,
+    pad_blocks,
     strided_blocks,
 )
 
 __all__ = [
     "Params", "State", "Data", "SweepInfo", "SAMPLERS",
-    "check_params", "check_training_corpus", "prepare", "init", "state_from_assignments",
+    "check_params", "check_state", "check_training_corpus", "prepare", "init", "state_from_assignments",
     "sweep", "grow", "log_joint", "estimate", "fold_in", "held_out_log_likelihood",
-    "assignments", "rebuild",
+    "assignments", "rebuild", "check_shard_params", "shard_sizes", "pad_shard", "recount_shard",
 ]
 
 SAMPLERS = ("parallel", "sequential")
+#: ``jaxtopics.distributed`` can shard this model's ``parallel`` kernel over devices
+SHARDABLE = True
+#: per-shard State fields and the axis of a shard's layout they run along; topic_label,
+#: topic_tables, label_tables, word_topic and topic are the global tables
+SHARD_FIELDS = {"table": "tokens", "token_doc": "tokens", "dish": "docs", "table_size": "docs",
+                "doc_label_tables": "docs", "doc_labels": "docs"}
+#: token_doc holds positions along the documents
+SHARD_INDEX_FIELDS = {"token_doc": "docs"}
+#: the owner label of a slot is no count: a shard's part is the label where its tables use the
+#: slot, 0 elsewhere, and the shards' parts combine by their largest value (not their sum)
+SHARD_MAX_FIELDS = ("topic_label",)
+#: ``log_joint`` reads the state only (``data`` may be None)
+LOG_JOINT_USES_DATA = False
 
 _FLOAT32_RANGE = (1e-30, 1e30)
 
@@ -278,19 +310,29 @@ def _sizes(data: Data) -> tuple[int, int, int, int, int]:
 
 
 def _table_cap(data: Data) -> int:
-    """Table slots a document can ever need: its tokens (at least its label slots for init)."""
-    return max(data.token_offsets.shape[0], data.doc_labels.shape[1])
+    """Table slots a document can ever need: its tokens (at least its label slots for init).
+    Static; also of the shards' layouts stacked (``distributed.ShardedData.data``)."""
+    return max(data.token_offsets.shape[-1], data.doc_labels.shape[-1])
+
+
+def _doc_label_ids(data: Data) -> Array:
+    """[D+1, R] label id of each label slot of each document, -1 on padding and on the dummy
+    row (the State's ``doc_labels``)."""
+    d = data.doc_start.shape[0] - 1
+    return jnp.where(data.label_mask, data.doc_labels, -1).at[d].set(-1)
 
 
 @jax.jit
-def state_from_assignments(table: Array, dish: Array, topic_label: Array, data: Data) -> State:
+def state_from_assignments(table: Array, dish: Array, topic_label: Array, data: Data,
+                           real: Array | None = None) -> State:
     """Build a consistent state from the latents: the table of every token [N], the topic slot of
     every table [D+1, T] and the label of every topic slot [C] (values on empty tables / free
-    slots are ignored and set to 0). Capacities are the shapes of `dish` and `topic_label`."""
+    slots are ignored and set to 0). Capacities are the shapes of `dish` and `topic_label`.
+    `real` [N] bool (default all): the tokens to count (a shard's padding tokens are not)."""
     n, d, v, num_labels, _ = _sizes(data)
     t_cap, c_cap = dish.shape[1], topic_label.shape[0]
     table = jnp.asarray(table, jnp.int32)
-    size = count_table((d + 1, t_cap), data.doc, table)
+    size = count_table((d + 1, t_cap), data.doc, table, weights=real)
     active = size > 0
     dish = jnp.where(active, jnp.asarray(dish, jnp.int32), 0)
     topic_tables = count_table((c_cap,), dish.reshape(-1), weights=active.reshape(-1))
@@ -304,10 +346,10 @@ def state_from_assignments(table: Array, dish: Array, topic_label: Array, data: 
         doc_label_tables=jnp.sum(match, axis=1, dtype=jnp.int32),
         topic_tables=topic_tables,
         label_tables=count_table((num_labels,), topic_label, weights=topic_tables),
-        word_topic=count_table((v, c_cap), data.word, tok_topic),
-        topic=count_table((c_cap,), tok_topic),
+        word_topic=count_table((v, c_cap), data.word, tok_topic, weights=real),
+        topic=count_table((c_cap,), tok_topic, weights=real),
         token_doc=data.doc,
-        doc_labels=jnp.where(data.label_mask, data.doc_labels, -1).at[d].set(-1),
+        doc_labels=_doc_label_ids(data),
     )
 
 
@@ -347,7 +389,9 @@ def grow(state: State, data: Data, params: Params) -> State:
     The sweep that overflowed is discarded, so which capacity ran out is not known here: each
     capacity at least half in use is doubled, and both when neither is (a redo that overflows
     again grows again, so the chain always gets the room it needs). Tables never exceed the
-    longest document's tokens, so the table capacity stops there."""
+    longest document's tokens, so the table capacity stops there. `data`: the layout of
+    ``prepare``, or a sharded one (``distributed.ShardedData``, the state then its global view)."""
+    data = getattr(data, "data", data)            # the shards' layouts stacked: same maxima
     t_cap, c_cap = state.dish.shape[1], state.topic.shape[0]
     tables_used = int(jnp.max(jnp.sum(state.table_size > 0, axis=1)))
     topics_used = int(jnp.sum(state.topic_tables > 0))
@@ -622,32 +666,43 @@ def _gather(state: State, docs: _Doc, idx: Array, private: int) -> tuple[_Local,
 
 
 def _write_back(state: State, idx: Array, docs: _Doc, old_loc: _Local, old_view: _View,
-                loc: _Local, view: _View) -> tuple[State, Array, Array]:
+                loc: _Local, view: _View, axis_name: str | None = None
+                ) -> tuple[State, Array, Array]:
     """Apply a block's moves to the global state: the summed count changes of the global topic
     slots, then the private topics each get a free global slot (documents in block order, slots
     in increasing order). Returns (state, tokens whose topic changed, overflow: too few free
-    topic slots)."""
+    topic slots).
+
+    Sharded (`axis_name`): the block's moves of every shard are exchanged (``ops.exchange``) and
+    applied in shard order, then block order, identically on every shard (the copies of the
+    global tables stay equal, private topics get the same slots everywhere); the per-document
+    tables are this shard's documents' only. `changed` counts this shard's tokens."""
     b, _, cv = view.wt.shape
     c = state.topic.shape[0]
     p = cv - c
-    d_wt = view.wt[:, :, :c] - old_view.wt[:, :, :c]
-    word_topic = state.word_topic.at[docs.words.reshape(-1)].add(d_wt.reshape(-1, c))
-    topic = state.topic + jnp.sum(view.nt[:, :c] - old_view.nt[:, :c], axis=0)
-    topic_tables = state.topic_tables + jnp.sum(view.mt[:, :c] - old_view.mt[:, :c], axis=0)
-    label_tables = state.label_tables + jnp.sum(view.ml - old_view.ml, axis=0)
-    live = (view.mt[:, c:] > 0).reshape(-1)
+    # every document's count changes of every topic slot (private slots: their counts)
+    words, d_wt, d_nt, d_mt, d_ml, new_tl = exchange(
+        axis_name, docs.words, view.wt - old_view.wt, view.nt - old_view.nt,
+        view.mt - old_view.mt, view.ml - old_view.ml, view.tl[:, c:])
+    every = words.shape[0]                            # documents of the block over all shards
+    word_topic = state.word_topic.at[words.reshape(-1)].add(d_wt[:, :, :c].reshape(-1, c))
+    topic = state.topic + jnp.sum(d_nt[:, :c], axis=0)
+    topic_tables = state.topic_tables + jnp.sum(d_mt[:, :c], axis=0)
+    label_tables = state.label_tables + jnp.sum(d_ml, axis=0)
+    live = (d_mt[:, c:] > 0).reshape(-1)
     free = topic_tables == 0
-    free_slots = jnp.nonzero(free, size=b * p, fill_value=c)[0]
+    free_slots = jnp.nonzero(free, size=every * p, fill_value=c)[0]
     rank = jnp.cumsum(live.astype(jnp.int32)) - 1
     fits = rank < jnp.sum(free)
-    target = jnp.where(live & fits, free_slots[jnp.clip(rank, 0, b * p - 1)], c).reshape(b, p)
+    target = jnp.where(live & fits, free_slots[jnp.clip(rank, 0, every * p - 1)], c).reshape(every, p)
     overflow = jnp.any(live & ~fits)
-    word_topic = word_topic.at[docs.words[:, :, None], target[:, None, :]].add(
-        view.wt[:, :, c:], mode="drop")
-    topic = topic.at[target].add(view.nt[:, c:], mode="drop")
-    topic_tables = topic_tables.at[target].add(view.mt[:, c:], mode="drop")
-    topic_label = state.topic_label.at[target].set(view.tl[:, c:], mode="drop")
+    word_topic = word_topic.at[words[:, :, None], target[:, None, :]].add(d_wt[:, :, c:], mode="drop")
+    topic = topic.at[target].add(d_nt[:, c:], mode="drop")
+    topic_tables = topic_tables.at[target].add(d_mt[:, c:], mode="drop")
+    topic_label = state.topic_label.at[target].set(new_tl, mode="drop")
     topic_label = jnp.where(topic_tables > 0, topic_label, 0)
+    if axis_name is not None:                          # this shard's documents' rows
+        target = jax.lax.dynamic_slice_in_dim(target, jax.lax.axis_index(axis_name) * b, b)
     dish = jnp.where(loc.dish >= c,
                      jnp.take_along_axis(target, jnp.clip(loc.dish - c, 0, p - 1), axis=1), loc.dish)
     dish = jnp.where(loc.size > 0, dish, 0)
@@ -664,11 +719,14 @@ def _write_back(state: State, idx: Array, docs: _Doc, old_loc: _Local, old_view:
 
 
 def _blocked_sweep(key: Array, state: State, data: Data, params: Params, blocks: Array,
-                   valid: Array) -> tuple[State, SweepInfo]:
+                   valid: Array, axis_name: str | None = None) -> tuple[State, SweepInfo]:
     """Blocks of documents in turn; a block's documents step at once on views of the counts at
     the block's start (one document per block: exact Gibbs). Uniforms: one per token (its table
     draw) and one per table slot of each document (its label-and-topic draw), whatever the
-    blocking, so the one-document-per-block sweep is the same whatever B."""
+    blocking, so the one-document-per-block sweep is the same whatever B.
+
+    Sharded (`axis_name`): block b is the union of the shards' blocks b (``_write_back``); the
+    info (tokens changed, overflow on any shard) is the whole sweep's, equal on every shard."""
     n, _, v, _, _ = _sizes(data)
     c_glob, t_cap = state.topic.shape[0], state.dish.shape[1]
     k_tok, k_tab = jax.random.split(key)
@@ -683,11 +741,14 @@ def _blocked_sweep(key: Array, state: State, data: Data, params: Params, blocks:
         loc, view = _gather(st, docs, idx, t_cap)
         new_loc, new_view, over = _update_docs(
             docs, loc, view, u_tok[jnp.minimum(docs.pos, n - 1)], u_tab[idx], params, v, c_glob)
-        st, moved, lost = _write_back(st, idx, docs, loc, view, new_loc, new_view)
+        st, moved, lost = _write_back(st, idx, docs, loc, view, new_loc, new_view, axis_name)
         return (st, changed + moved, overflow | jnp.any(over) | lost), None
 
     (state, changed, overflow), _ = jax.lax.scan(
         block, (state, jnp.int32(0), jnp.bool_(False)), (blocks, valid))
+    if axis_name is not None:          # a table overflow of one shard is the whole sweep's
+        changed, over = jax.lax.psum(jnp.stack([changed, overflow.astype(jnp.int32)]), axis_name)
+        overflow = over > 0
     return state, SweepInfo(changed, overflow, jnp.sum(state.topic_tables > 0, dtype=jnp.int32))
 
 
@@ -704,10 +765,73 @@ def _parallel_sweep(key: Array, state: State, data: Data, params: Params) -> tup
 _KERNELS = {"sequential": _sequential_sweep, "parallel": _parallel_sweep}
 
 
-def sweep(key: Array, state: State, data: Data, params: Params) -> tuple[State, SweepInfo]:
+def sweep(key: Array, state: State, data: Data, params: Params,
+          axis_name: str | None = None) -> tuple[State, SweepInfo]:
     """One sweep of the kernel ``params.sampler`` over all documents; pure and jit/vmap-able.
-    ``info.overflow`` says the sweep needed more capacity (see ``grow``)."""
-    return _KERNELS[params.sampler](key, state, data, params)
+    ``info.overflow`` says the sweep needed more capacity (see ``grow``).
+
+    `axis_name`: inside ``shard_map`` over documents (``jaxtopics.distributed``), the mapped
+    axis: the parallel kernel with every block's moves exchanged between the shards (module
+    docstring); the info is the whole sweep's, equal on every shard."""
+    if axis_name is None:
+        return _KERNELS[params.sampler](key, state, data, params)
+    check_shard_params(params)
+    # the label ids are constants of the layout (a state split by ``distributed.shard_state``
+    # has 0, not -1, on its padding and dummy rows)
+    state = state._replace(doc_labels=_doc_label_ids(data))
+    return _blocked_sweep(key, state, data, params, data.blocks, data.valid, axis_name)
+
+
+# --------------------------------------------------------------------------------------------
+# sharding hooks (``jaxtopics.distributed``)
+
+
+def check_shard_params(params: Params) -> None:
+    """Sharded sweeps run the parallel kernel."""
+    if params.sampler != "parallel":
+        raise ParameterError(f"sharded sweeps (devices > 1) run the 'parallel' kernel, got "
+                             f"sampler={params.sampler!r}")
+
+
+def shard_sizes(data: Data) -> dict[str, int]:
+    """The sizes of a shard's layout: tokens, documents, distinct words and label slots per
+    document, longest document, and the blocks' [B, C] shape."""
+    n, d, _, _, r = _sizes(data)
+    b, c = data.blocks.shape
+    return {"tokens": n, "docs": d, "width": data.doc_words.shape[1], "label_slots": r,
+            "longest": data.token_offsets.shape[0], "blocks": b, "block_width": c}
+
+
+def pad_shard(data: Data, sizes: dict[str, int]) -> Data:
+    """A shard's Data padded to ``sizes``: padding tokens (n..n_max-1) belong to the dummy
+    document, which moves to row d_max; padding documents (d..d_max-1) have no tokens and no
+    labels and are in no block; word and label slots widen (word 0, label 0, masked)."""
+    n, d, _, _, _ = _sizes(data)
+    n_max, d_max = sizes["tokens"], sizes["docs"]
+    rows = (d_max + 1,)
+
+    def docs(a, width=None, fill=0):
+        return pad_array(a, rows + (() if width is None else (sizes[width],)), fill, rows=d)
+
+    label_mask = docs(data.label_mask, "label_slots", False)
+    label_mask[d_max, 0] = True                          # the dummy document: label 0, no tokens
+    blocks, valid = pad_blocks(data.blocks, data.valid, d, d_max, sizes["blocks"], sizes["block_width"])
+    return Data(
+        word=pad_array(data.word, (n_max,)), doc=pad_array(data.doc, (n_max,), d_max),
+        slot=pad_array(data.slot, (n_max,)), doc_start=docs(data.doc_start, fill=n),
+        doc_len=docs(data.doc_len), doc_words=docs(data.doc_words, "width"),
+        doc_labels=docs(data.doc_labels, "label_slots"), label_mask=label_mask,
+        label_docs=np.asarray(data.label_docs), word_freq=np.asarray(data.word_freq),
+        token_offsets=np.arange(sizes["longest"], dtype=np.int32), blocks=blocks, valid=valid)
+
+
+def recount_shard(state: State, data: Data, params: Params, sizes: dict) -> State:
+    """A shard's tables recounted from its latents, padding tokens (>= sizes["tokens"]) counted
+    nowhere; its topic_label is the owner of the slots its own tables use (0 elsewhere:
+    ``SHARD_MAX_FIELDS``)."""
+    real = jnp.arange(data.word.shape[0]) < sizes["tokens"]
+    return state_from_assignments(jnp.where(real, state.table, 0), state.dish, state.topic_label,
+                                  data, real)
 
 
 # --------------------------------------------------------------------------------------------
@@ -715,19 +839,22 @@ def sweep(key: Array, state: State, data: Data, params: Params) -> tuple[State, 
 
 
 @partial(jax.jit, static_argnums=(2,))
-def log_joint(state: State, data: Data, params: Params) -> Array:
+def log_joint(state: State, data: Data | None, params: Params) -> Array:
     """Collapsed log p(x, t, k, l): per document a CRP(alpha) over its tables and a Polya(eta)
     urn over its tables' labels (restricted to its label set), per label a CRP(gamma) over its
-    tables' topics, per topic a Polya(beta) over its words."""
+    tables' topics, per topic a Polya(beta) over its words. From the state alone (`data` is
+    unused: a document's length is the sum of its tables, its label set its ``doc_labels``), so
+    it also scores the shards' tables stacked (empty padding rows add 0)."""
     a, g, e = params.alpha, params.gamma, params.eta
     f32 = jnp.float32
     size, active = state.table_size, state.table_size > 0
     num_tables = jnp.sum(active, axis=1)
     crp_docs = (jnp.sum(num_tables) * jnp.log(f32(a))
                 + jnp.sum(jnp.where(active, jax.scipy.special.gammaln(size.astype(f32)), 0.0))
-                - jnp.sum(log_rising_factorial(f32(a), data.doc_len)))
-    per_doc = jnp.sum(data.label_mask, axis=1)
-    labels = (jnp.sum(jnp.where(data.label_mask, log_rising_factorial(f32(e), state.doc_label_tables), 0.0))
+                - jnp.sum(log_rising_factorial(f32(a), jnp.sum(size, axis=1))))
+    label_mask = state.doc_labels >= 0
+    per_doc = jnp.sum(label_mask, axis=1)
+    labels = (jnp.sum(jnp.where(label_mask, log_rising_factorial(f32(e), state.doc_label_tables), 0.0))
               - jnp.sum(log_rising_factorial(per_doc * f32(e), num_tables)))
     mt = state.topic_tables
     crp_labels = (jnp.sum(mt > 0) * jnp.log(f32(g))
@@ -808,6 +935,22 @@ def estimate(state: State, params: Params) -> dict[str, np.ndarray]:
         "topic_sizes": nt[order].astype(np.int32), "topic_tables": mt[order].astype(np.int32),
         "num_active_topics": np.int32(k),
     }
+
+
+def check_state(state: State, params: Params) -> str | None:
+    """What is out of range in a state read from a file (host arrays), or None: table slots in
+    [0, T), topic slots in [0, C), owner labels in [0, L), the tokens' documents in [0, D],
+    label ids in [-1, L) (-1: padding), counts non-negative (``resume`` recounts the tables)."""
+    d1, t_cap = np.shape(state.dish)
+    c_cap, num_labels = np.shape(state.topic)[0], np.shape(state.label_tables)[0]
+    return (latent_problem("table", state.table, t_cap)
+            or latent_problem("dish", state.dish, c_cap)
+            or latent_problem("topic_label", state.topic_label, num_labels)
+            or latent_problem("token_doc", state.token_doc, d1)
+            or latent_problem("doc_labels", state.doc_labels, num_labels, low=-1)
+            or count_problem(table_size=state.table_size, doc_label_tables=state.doc_label_tables,
+                             topic_tables=state.topic_tables, label_tables=state.label_tables,
+                             word_topic=state.word_topic, topic=state.topic))
 
 
 def rebuild(state: State, data: Data, params: Params) -> State:

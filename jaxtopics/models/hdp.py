@@ -39,6 +39,20 @@ move of whole tables can separate); these moves fix that. With ``resample_concen
 alpha and gamma are drawn from their conditionals too (the auxiliary-variable schemes of Escobar
 & West 1995 and Teh et al. 2006, Gamma(prior_shape, prior_rate) priors).
 
+Sharded sweeps (``jaxtopics.distributed``, ``fit(..., devices=P)``; the ``parallel`` kernel):
+documents are split over P devices; t, z, table_count and table_topic are per shard
+(``SHARD_FIELDS``), word_topic, topic, topic_tables, alpha and gamma global and equal on every
+shard. A sweep is the one-device parallel sweep whose table block b (dish batch (r, g)) is the
+union of the shards' blocks b (batches (r, g)): each shard draws its tokens (tables) against
+the counts at the block's start, the word-topic / topic moves are exchanged (``ops.exchange``)
+and the m_k changes summed; each token (table) that opens a new dish gets a distinct free topic,
+ranked over all shards (shard order) against the same free list. The split-merge moves and the
+concentration draws are the same global moves with every sum over tokens or documents summed
+over the shards and the global draws keyed alike on every shard (`_split_merge`,
+`_resample_concentrations`); each shard re-seats its own documents. Overflow is the whole
+sweep's. One device (``axis_name=None``) is exactly the kernel above; a shard's padding tokens
+(`_real`) sit at no table and count nowhere.
+
 Capacity: topics and table slots per document are the static shapes of the state's arrays
 (``word_topic`` [V, K], ``table_count`` [D, T]), with active masks (m_k > 0, n_jt > 0). A sweep that
 needs a slot it does not have reports ``overflow``; the driver (``fit.run_sweeps``) discards it,
@@ -57,29 +71,38 @@ from jax.scipy.special import gammaln
 
 from ..corpus import Corpus
 from ..errors import CorpusError, ParameterError
+from ..validate import count_problem, latent_problem
 from ..ops import (
     categorical,
     categorical_logits,
     chunked_map,
     count_table,
     dirichlet_multinomial_log_evidence,
+    exchange,
     log_rising_factorial,
     move_counts,
+    pad_array,
+    pad_blocks,
     strided_blocks,
     uniform_index,
 )
 
 __all__ = [
     "Params", "State", "Data", "SweepInfo", "SAMPLERS",
-    "check_params", "prepare", "init", "state_from_seating", "sweep", "grow", "log_joint",
+    "check_params", "check_state", "prepare", "init", "state_from_seating", "sweep", "grow", "log_joint",
     "estimate", "fold_in", "assignments", "rebuild", "active_topics",
+    "check_shard_params", "shard_sizes", "pad_shard", "recount_shard",
 ]
 
 SAMPLERS = ("parallel", "sequential")
 _EPS = 1e-6          # split proposals draw v ~ U(eps, 1 - eps)
 _SCANS = 2           # intermediate restricted Gibbs scans of a split-merge launch state
-SHARDABLE = False
 _F32 = jnp.float32
+
+# sharding hooks (``jaxtopics.distributed``; module docstring, "Sharded sweeps")
+SHARDABLE = True
+SHARD_FIELDS = {"t": "tokens", "z": "tokens", "table_count": "docs", "table_topic": "docs"}
+SHARD_REPLICATED = ("alpha", "gamma")      # global, but settings: never summed over shards
 
 
 class Params(NamedTuple):
@@ -227,20 +250,22 @@ def _capacities(params: Params) -> tuple[int, int]:
 
 def _recount(t: Array, table_topic: Array, data: Data, num_words: int, num_topics: int,
              alpha, gamma) -> State:
-    """Count tables for the seating `t` [N] and dishes `table_topic` [D, T] (free slots -> 0)."""
+    """Count tables for the seating `t` [N] and dishes `table_topic` [D, T] (free slots -> 0).
+    A shard's padding tokens (`_real`) get t = z = 0 and are counted nowhere."""
     n = data.word.shape[0] - 1
     d_cap, t_cap = table_topic.shape
-    t = jnp.asarray(t, jnp.int32)[:n]
+    real = _real(data)
+    t = jnp.where(real, jnp.asarray(t, jnp.int32)[:n], 0)
     doc, word = data.doc[:n], data.word[:n]
-    table_count = count_table((d_cap, t_cap), doc, t)
+    table_count = count_table((d_cap, t_cap), doc, t, weights=real)
     active = table_count > 0
     table_topic = jnp.where(active, jnp.asarray(table_topic, jnp.int32), 0)
-    z = table_topic[doc, t]
+    z = jnp.where(real, table_topic[doc, t], 0)
     return State(
         t=jnp.append(t, 0).astype(jnp.int32), z=jnp.append(z, 0).astype(jnp.int32),
         table_count=table_count, table_topic=table_topic,
-        word_topic=count_table((num_words, num_topics), word, z),
-        topic=count_table((num_topics,), z),
+        word_topic=count_table((num_words, num_topics), word, z, weights=real),
+        topic=count_table((num_topics,), z, weights=real),
         topic_tables=count_table((num_topics,), table_topic.reshape(-1),
                                  weights=active.reshape(-1)),
         alpha=jnp.asarray(alpha, _F32), gamma=jnp.asarray(gamma, _F32))
@@ -303,6 +328,44 @@ def grow(state: State, data: Data, params: Params) -> State:
 
 
 # --------------------------------------------------------------------------------------------
+# collectives of the sharded kernel (``axis_name=None``, one device: identities)
+
+
+def _real(data: Data, dummy: bool = False) -> Array:
+    """[N] (with `dummy` [N+1]) mask of the real tokens: all but a shard's padding tokens
+    (``pad_shard``: they follow the real ones, which the documents' lengths count)."""
+    n = data.word.shape[0] - (0 if dummy else 1)
+    return jnp.arange(n) < jnp.sum(data.doc_len)
+
+
+def _psum(x, axis_name: str | None):
+    """`x` summed over the shards (the whole corpus's value on every shard)."""
+    return x if axis_name is None else jax.lax.psum(x, axis_name)
+
+
+def _shard_prefix(x: Array, axis_name: str | None) -> tuple[Array, Array, Array]:
+    """For an int32 vector `x` of every shard: (sum over the shards before this one, sum over
+    all, max over all), from one ``all_gather``. One device: (0, x, x)."""
+    if axis_name is None:
+        return jnp.zeros_like(x), x, x
+    every = jax.lax.all_gather(x, axis_name)                          # [P, ...]
+    before = jnp.arange(every.shape[0]) < jax.lax.axis_index(axis_name)
+    return (jnp.sum(jnp.where(before[:, None], every, 0), 0, dtype=x.dtype),
+            jnp.sum(every, 0, dtype=x.dtype), jnp.max(every, 0))
+
+
+def _shared_key(key: Array, axis_name: str | None) -> Array:
+    """The key of shard 0, on every shard: the key of the sweep's global draws (split-merge
+    anchors and acceptances, pi, concentrations), which must agree on all shards (each shard's
+    own `key` is folded with its index). One device: `key`."""
+    if axis_name is None:
+        return key
+    typed = jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
+    raw = jax.lax.all_gather(jax.random.key_data(key) if typed else key, axis_name)[0]
+    return jax.random.wrap_key_data(raw, impl=jax.random.key_impl(key)) if typed else raw
+
+
+# --------------------------------------------------------------------------------------------
 # table step (eq. 19-21)
 
 
@@ -342,10 +405,14 @@ def _seat_weights(cnt: Array, dish: Array, s: Array, word_rows: Array, st: State
 
 
 def _seat_block(st: State, pos: Array, valid: Array, u: Array, data: Data, beta: float,
-                exclude_self: bool = True) -> tuple[State, Array]:
+                exclude_self: bool = True, axis_name: str | None = None) -> tuple[State, Array]:
     """Table step for a block of tokens, all drawn from `_seat_weights` against the counts at
     the block's start. New tables take the free slots (at the block's start) of their document
     in token order, new dishes the free topics; running out of either is reported as overflow.
+
+    Sharded (`axis_name`): the block is the union of the shards' blocks. New dishes are ranked
+    over all shards (shard order, then token order) against the same free topics; the
+    word-topic / topic moves are exchanged (``ops.exchange``) and the m_k changes summed.
     """
     d_cap, t_cap = st.table_count.shape
     k_cap = st.word_topic.shape[1]
@@ -364,8 +431,9 @@ def _seat_block(st: State, pos: Array, valid: Array, u: Array, data: Data, beta:
     seg = jnp.searchsorted(dkey, dkey, side="left")
     before = jnp.cumsum(opener, dtype=jnp.int32) - opener
     slot = _nth_free(jnp.cumsum(cnt == 0, axis=1, dtype=jnp.int32), before - before[seg])
-    # new topics: the r-th new dish of the block takes the r-th free topic
-    rank_k = jnp.cumsum(new_dish, dtype=jnp.int32) - new_dish
+    # new topics: the r-th new dish of the block (over all shards) takes the r-th free topic
+    before_k = _shard_prefix(jnp.sum(new_dish, dtype=jnp.int32)[None], axis_name)[0][0]
+    rank_k = jnp.cumsum(new_dish, dtype=jnp.int32) - new_dish + before_k
     kslot = _nth_free(jnp.cumsum(m == 0, dtype=jnp.int32)[None, :], rank_k)
     overflow = jnp.any(opener & (slot >= t_cap)) | jnp.any(new_dish & (kslot >= k_cap))
 
@@ -381,26 +449,27 @@ def _seat_block(st: State, pos: Array, valid: Array, u: Array, data: Data, beta:
     # decrement (rounded: exact for any number of emptied tables)
     gone = valid & (table_count[doc, s] == 0)
     dec = jnp.zeros(k_cap, _F32).at[ks].add(jnp.where(gone, 1.0 / jnp.maximum(c0, 1), 0.0))
-    topic_tables = (m.at[new_k].add(opener.astype(jnp.int32))
-                    - jnp.round(dec).astype(jnp.int32))
+    delta_m = (jnp.zeros(k_cap, jnp.int32).at[new_k].add(opener.astype(jnp.int32))
+               - jnp.round(dec).astype(jnp.int32))
+    t, z = st.t.at[pos].set(jnp.where(valid, new_s, 0)), st.z.at[pos].set(jnp.where(valid, new_k, 0))
+    word, ks, new_k, weight = exchange(axis_name, word, ks, new_k, weight)
     return State(
-        t=st.t.at[pos].set(jnp.where(valid, new_s, 0)),
-        z=st.z.at[pos].set(jnp.where(valid, new_k, 0)),
-        table_count=table_count, table_topic=table_topic,
+        t=t, z=z, table_count=table_count, table_topic=table_topic,
         word_topic=move_counts(st.word_topic, word, ks, new_k, weight),
         topic=move_counts(st.topic, None, ks, new_k, weight),
-        topic_tables=topic_tables, alpha=st.alpha, gamma=st.gamma), overflow
+        topic_tables=m + _psum(delta_m, axis_name), alpha=st.alpha, gamma=st.gamma), overflow
 
 
 def _table_steps(key: Array, st: State, data: Data, params: Params,
-                 exclude_self: bool = True) -> tuple[State, Array]:
-    """The table step of every token, block by block (the parallel kernel)."""
+                 exclude_self: bool = True, axis_name: str | None = None) -> tuple[State, Array]:
+    """The table step of every token, block by block (the parallel kernel; sharded: block b of
+    every shard at once, `_seat_block`)."""
     u = jax.random.uniform(key, data.blocks.shape)
 
     def block(carry, xs):
         st, overflow = carry
         pos, valid, ub = xs
-        st, o = _seat_block(st, pos, valid, ub, data, params.beta, exclude_self)
+        st, o = _seat_block(st, pos, valid, ub, data, params.beta, exclude_self, axis_name)
         return (st, overflow | o), None
 
     (st, overflow), _ = jax.lax.scan(block, (st, jnp.bool_(False)), (data.blocks, data.valid, u))
@@ -462,11 +531,12 @@ def _table_steps_sequential(key: Array, st: State, data: Data, params: Params,
 
 class _Seating(NamedTuple):
     """Tokens sorted by (table slot, document, word): the tokens of a table are contiguous, the
-    tables of slot r of consecutive documents too. word, doc, slot: [N] in that order;
+    tables of slot r of consecutive documents too (a shard's padding tokens last, in no table).
+    word, doc, slot: [N] in that order;
     word_rank: [N] rank of the token among the tokens of its word at its table (0, 1, ...);
     run: [N] how many tokens of its word its table has (c_jtw);
     table_rank: [N] its rank among the tokens of its table; start: [T*D + 1] first sorted
-    position of table (d, r) at index r*D + d, then N.
+    position of table (d, r) at index r*D + d, then the number of seated tokens.
 
     The Polya predictive of a table's block of tokens, prod_w (x_w)^(c_w) / (y)^(n) (rising
     factorials), is then the product over its tokens of (x_w + word_rank) / (y + table_rank):
@@ -487,10 +557,11 @@ def _seating(st: State, data: Data) -> _Seating:
     d_cap, t_cap = st.table_count.shape
     v = st.word_topic.shape[0]
     t, doc, word = st.t[:n], data.doc[:n], data.word[:n]
+    real = _real(data)                       # a shard's padding tokens sort last, in no table
     if t_cap * d_cap * v < 2**31:
-        perm = jnp.argsort((t * d_cap + doc) * v + word, stable=True)
+        perm = jnp.argsort(jnp.where(real, (t * d_cap + doc) * v + word, 2**31 - 1), stable=True)
     else:
-        perm = jnp.lexsort((word, doc, t))
+        perm = jnp.lexsort((word, doc, jnp.where(real, t, t_cap)))
     ts, ds, ws = t[perm], doc[perm], word[perm]
     q = jnp.arange(n, dtype=jnp.int32)
     new_table = (q == 0) | (ts != jnp.roll(ts, 1)) | (ds != jnp.roll(ds, 1))
@@ -500,7 +571,7 @@ def _seating(st: State, data: Data) -> _Seating:
     run = jax.ops.segment_sum(jnp.ones(n, jnp.int32), run_id, num_segments=n)[run_id]
     table_rank = q - jax.lax.cummax(jnp.where(new_table, q, 0))
     flat = st.table_count.T.reshape(-1)
-    start = jnp.append(jnp.cumsum(flat, dtype=jnp.int32) - flat, n)
+    start = jnp.append(jnp.cumsum(flat, dtype=jnp.int32) - flat, jnp.sum(flat, dtype=jnp.int32))
     return _Seating(ws, ds, ts, word_rank, run, table_rank, start.astype(jnp.int32))
 
 
@@ -509,8 +580,8 @@ def _seating(st: State, data: Data) -> _Seating:
 
 
 def _dish_batch(st: State, seat: _Seating, slot: Array, d_lo: Array, lo: Array, hi: Array,
-                u: Array, beta: float, chunk: int, bt: int, exclude_self: bool = True
-                ) -> tuple[State, Array]:
+                u: Array, beta: float, chunk: int, bt: int, exclude_self: bool = True,
+                axis_name: str | None = None) -> tuple[State, Array]:
     """Dish step of the tables at slot `slot` of documents d_lo .. d_lo+bt-1 (their tokens are
     the sorted positions lo..hi-1), all drawn against the counts at the batch's start.
 
@@ -518,6 +589,11 @@ def _dish_batch(st: State, seat: _Seating, slot: Array, d_lo: Array, lo: Array, 
     one from the Polya predictive of its whole block of tokens, in log space, accumulated token
     by token (see `_Seating`). `exclude_self=False`: the table stays in its own dish's counts (a
     deliberately wrong kernel, for negative tests).
+
+    Sharded (`axis_name`): the batch is the union of the shards' batches. New dishes are ranked
+    over all shards against the same free topics; the word-topic moves of the tables' tokens
+    are exchanged chunk by chunk (every shard loops over the largest chunk count), the topic
+    and m_k moves table by table.
     """
     d_cap = st.table_count.shape[0]
     v, k_cap = st.word_topic.shape
@@ -557,21 +633,25 @@ def _dish_batch(st: State, seat: _Seating, slot: Array, d_lo: Array, lo: Array, 
     logit_new = jnp.log(st.gamma) + acc_new
     choice = categorical_logits(u, jnp.concatenate([logits, logit_new[:, None]], axis=1))
     is_new = live & (choice == k_cap)
-    rank = jnp.cumsum(is_new, dtype=jnp.int32) - is_new
+    before, _, top = _shard_prefix(jnp.stack([jnp.sum(is_new, dtype=jnp.int32), num_chunks]),
+                                   axis_name)
+    rank = jnp.cumsum(is_new, dtype=jnp.int32) - is_new + before[0]
     kslot = _nth_free(jnp.cumsum(st.topic_tables == 0, dtype=jnp.int32)[None, :], rank)
     overflow = jnp.any(is_new & (kslot >= k_cap))
     new = jnp.where(live, jnp.minimum(jnp.where(is_new, kslot, choice), k_cap - 1), cur)
 
     def move(c, word_topic):
         ok, q, b = tokens(c)
-        return move_counts(word_topic, seat.word[q], cur[b], new[b], ok.astype(jnp.int32))
+        w, old, nw, wt = exchange(axis_name, seat.word[q], cur[b], new[b], ok.astype(jnp.int32))
+        return move_counts(word_topic, w, old, nw, wt)
 
-    word_topic = jax.lax.fori_loop(0, num_chunks, move, st.word_topic)
+    word_topic = jax.lax.fori_loop(0, top[1], move, st.word_topic)
     wgt = live.astype(jnp.int32)
+    cur_x, new_x, n_x, wgt_x = exchange(axis_name, cur, new, n_t, wgt)
     return st._replace(
         word_topic=word_topic,
-        topic=move_counts(st.topic, None, cur, new, n_t),
-        topic_tables=move_counts(st.topic_tables, None, cur, new, wgt),
+        topic=move_counts(st.topic, None, cur_x, new_x, n_x),
+        topic_tables=move_counts(st.topic_tables, None, cur_x, new_x, wgt_x),
         table_topic=st.table_topic.at[jnp.where(live, docs, d_cap), slot].set(new, mode="drop"),
     ), overflow
 
@@ -597,24 +677,29 @@ def _dish_steps_sequential(key: Array, st: State, seat: _Seating, params: Params
 
 
 def _dish_steps_parallel(key: Array, st: State, seat: _Seating, params: Params,
-                         exclude_self: bool = True) -> tuple[State, Array]:
-    """Blocked dish step: slot by slot, the tables of slot r of a group of documents at once."""
+                         exclude_self: bool = True, axis_name: str | None = None
+                         ) -> tuple[State, Array]:
+    """Blocked dish step: slot by slot, the tables of slot r of a group of documents at once
+    (sharded: of the group's documents on every shard; a batch runs where any shard has a table
+    in it, so that all shards take the same branches around the collectives)."""
     d_cap, t_cap = st.table_count.shape
     bt = -(-d_cap // min(params.dish_groups, d_cap))
     groups = -(-d_cap // bt)
     u = jax.random.uniform(key, (t_cap * groups, bt))
     chunk = min(params.chunk_size, max(seat.word.shape[0], 1))
+    i_all = jnp.arange(t_cap * groups)
+    lo_all = seat.start[(i_all // groups) * d_cap + (i_all % groups) * bt]
+    hi_all = seat.start[(i_all // groups) * d_cap + jnp.minimum((i_all % groups) * bt + bt, d_cap)]
+    busy = _psum((hi_all > lo_all).astype(jnp.int32), axis_name) > 0
 
     def body(i, carry):
         st, overflow = carry
         r, g = i // groups, i % groups
         d_lo = g * bt
-        lo = seat.start[r * d_cap + d_lo]
-        hi = seat.start[r * d_cap + jnp.minimum(d_lo + bt, d_cap)]
         st, o = jax.lax.cond(
-            hi > lo,
-            lambda s: _dish_batch(s, seat, r, d_lo, lo, hi, u[i], params.beta, chunk, bt,
-                                  exclude_self),
+            busy[i],
+            lambda s: _dish_batch(s, seat, r, d_lo, lo_all[i], hi_all[i], u[i], params.beta,
+                                  chunk, bt, exclude_self, axis_name),
             lambda s: (s, jnp.bool_(False)), st)
         return st, overflow | o
 
@@ -633,7 +718,8 @@ def _dm_words(counts: Array, beta: float) -> Array:
             - gammaln(jnp.sum(counts) + v * beta) + gammaln(jnp.float32(v * beta)))
 
 
-def _split_merge(key: Array, st: State, data: Data, params: Params, attempts: int
+def _split_merge(key: Array, st: State, data: Data, params: Params, attempts: int,
+                 axis_name: str | None = None, shared: Array | None = None
                  ) -> tuple[State, Array, Array]:
     """`attempts` split-merge moves of whole topics, each an exact MH step; then the seating of
     the topics they changed is drawn afresh. Three exact steps on the CRF augmented with the
@@ -663,6 +749,14 @@ def _split_merge(key: Array, st: State, data: Data, params: Params, attempts: in
        "random earlier customer" construction (customer r opens a table with probability
        c / (c + r), else joins the table of a uniformly chosen earlier customer of the group).
     A split needs a free topic and new tables free slots: running out is reported as overflow.
+
+    Sharded (`axis_name`): the same moves over the whole corpus. Tokens are numbered globally
+    (shard order), the anchors drawn among all N tokens; every sum over tokens or documents
+    (word and topic counts of the groups, the document terms, log q) is summed over the shards;
+    pi, the anchors, v and the acceptances are drawn from `shared` (the same key on every shard),
+    the per-document launch and scan draws from the shard's own `key`. Each shard moves its own
+    tokens; the global tables get the same new columns everywhere. ~30 small collectives per
+    attempt (psums of [V + 1] counts, scalars).
     """
     n = data.word.shape[0] - 1
     d_cap, t_cap = st.table_count.shape
@@ -671,7 +765,25 @@ def _split_merge(key: Array, st: State, data: Data, params: Params, attempts: in
     doc, word = data.doc[:n], data.word[:n]
     alpha = st.alpha
     max_round = max(1, (n - 1).bit_length())
-    k_pi, k_att, k_seat = jax.random.split(key, 3)
+    k_pi, k_att, _ = jax.random.split(key if shared is None else shared, 3)
+    _, k_local, k_seat = jax.random.split(key, 3)
+    real = _real(data)
+    if axis_name is None:                       # global token numbers and the number of tokens
+        n_all, tok = n, jnp.arange(n)
+    else:
+        before, n_all, _ = _shard_prefix(jnp.sum(data.doc_len, dtype=jnp.int32)[None], axis_name)
+        n_all, tok = n_all[0], jnp.where(real, before[0] + jnp.arange(n), -1)
+
+    def at(x, r):                               # x [N] at global token r (every shard)
+        if axis_name is None:
+            return x[r]
+        return jax.lax.psum(jnp.sum(jnp.where(tok == r, x, 0)), axis_name)
+
+    def doc_of(r):                              # document of global token r on this shard, else -1
+        if axis_name is None:
+            return doc[r]
+        mine = tok == r
+        return jnp.where(jnp.any(mine), doc[jnp.argmax(mine)], -1)
 
     # 1. pi | tables
     m = st.topic_tables
@@ -683,36 +795,45 @@ def _split_merge(key: Array, st: State, data: Data, params: Params, attempts: in
 
     def doc_terms(n_d, log_p):          # sum_d log (alpha pi)^(n_d) for one topic, n_d [D]
         c = alpha * jnp.exp(log_p)
-        return jnp.sum(gammaln(c + n_d.astype(_F32))) - d_cap * gammaln(c)
+        return _psum(jnp.sum(gammaln(c + n_d.astype(_F32))) - d_cap * gammaln(c), axis_name)
 
     def attempt(i, carry):
         z, word_topic, topic, log_pi, changed, accepted, overflow = carry
-        k1, k2, k3, k4, k5, k6 = jax.random.split(jax.random.fold_in(k_att, i), 6)
+        k1, _, _, _, k5, k6 = jax.random.split(jax.random.fold_in(k_att, i), 6)
+        _, _, k3, k4, _, _ = jax.random.split(jax.random.fold_in(k_local, i), 6)
         # anchors: a uniform; b uniform among the other tokens of a's topic with probability
         # 1/2 (when it has others), else among all other tokens
-        tok = jnp.arange(n)
         u_sel = jax.random.uniform(k1, (3,))
-        ra = uniform_index(u_sel[0], n)
-        same = z == z[ra]
-        n_same = jnp.sum(same, dtype=jnp.int32)             # tokens of a's topic, a included
-        rb_any = uniform_index(u_sel[1], n - 1)
+        ra = uniform_index(u_sel[0], n_all)
+        same = (z == at(z, ra)) & real
+        rb_any = uniform_index(u_sel[1], n_all - 1)
         rb_any = rb_any + (rb_any >= ra)
+        stats = jnp.stack([jnp.sum(same, dtype=jnp.int32), jnp.sum(same & (tok < ra), dtype=jnp.int32)])
+        same_before, stats, _ = _shard_prefix(stats, axis_name)
+        n_same = stats[0]                                   # tokens of a's topic, a included
         r_same = uniform_index(u_sel[1], n_same - 1)
-        r_same = r_same + (r_same >= jnp.sum(same & (tok < ra), dtype=jnp.int32))
-        rb_same = jnp.searchsorted(jnp.cumsum(same, dtype=jnp.int32), r_same + 1, side="left")
+        r_same = r_same + (r_same >= stats[1])
+        rb_same = jnp.searchsorted(jnp.cumsum(same, dtype=jnp.int32) + same_before[0], r_same + 1,
+                                   side="left")
+        if axis_name is not None:                           # the shard holding it: its number
+            found = (same_before[0] <= r_same) & (r_same < same_before[0] + jnp.sum(same))
+            rb_same = jax.lax.psum(jnp.where(found, tok[jnp.minimum(rb_same, n - 1)], 0), axis_name)
         rb = jnp.where((u_sel[2] < 0.5) & (n_same > 1), rb_same, rb_any).astype(jnp.int32)
-        ka, kb = z[ra], z[rb]
+        ka, kb = at(z, ra), at(z, rb)
         split = ka == kb
-        member = ((z == ka) | (z == kb)) & (tok != ra) & (tok != rb)
+        member = ((z == ka) | (z == kb)) & (tok != ra) & (tok != rb) & real
         frac = jax.random.uniform(k5, minval=_EPS, maxval=1.0 - _EPS)
         log_pa = jnp.where(split, log_pi[ka] + jnp.log(frac), log_pi[ka])
         log_pb = jnp.where(split, log_pi[ka] + jnp.log1p(-frac), log_pi[kb])
         c_a, c_b = alpha * jnp.exp(log_pa), alpha * jnp.exp(log_pb)
 
-        def counts(sel):                # (words [V], docs [D], total) of the selected tokens
+        def counts(sel):                # (words [V], docs [D] of this shard, total)
             w = sel.astype(jnp.int32)
-            return (jnp.zeros(v, jnp.int32).at[word].add(w), jnp.zeros(d_cap, jnp.int32).at[doc].add(w),
-                    jnp.sum(w))
+            words, total = jnp.zeros(v, jnp.int32).at[word].add(w), jnp.sum(w)
+            if axis_name is not None:       # over all shards: one psum
+                both = jax.lax.psum(jnp.append(words, total), axis_name)
+                words, total = both[:v], both[v]
+            return words, jnp.zeros(d_cap, jnp.int32).at[doc].add(w), total
 
         anchors = (tok == ra) | (tok == rb)
         # launch state (Jain & Neal 2004), drawn from S and the anchors only. Units: the tokens
@@ -720,7 +841,7 @@ def _split_merge(key: Array, st: State, data: Data, params: Params, attempts: in
         # anchors' documents seed A and B, the other units are allocated in rounds (each draws
         # floor(-log2 U), highest first, a round's units at once) by their words' fit to the
         # groups so far; restricted Gibbs scans of single tokens follow.
-        da_, db_ = doc[ra], doc[rb]
+        da_, db_ = doc_of(ra), doc_of(rb)      # sharded: -1 on the shards without the anchor
         unit_round = jnp.clip(jnp.floor(-jnp.log2(1.0 - jax.random.uniform(k3, (d_cap,)))), 0,
                               max_round).astype(jnp.int32)
         unit_round = jnp.where((jnp.arange(d_cap) == da_) | (jnp.arange(d_cap) == db_), -1,
@@ -743,14 +864,16 @@ def _split_merge(key: Array, st: State, data: Data, params: Params, attempts: in
             return j - 1, wa + ga[0], na + ga[2], wb + gb[0], nb + gb[2], in_b | to_b
 
         ga, gb = counts(seed_a), counts(seed_b)
-        init = (jnp.max(tok_round), ga[0], ga[2], gb[0], gb[2], seed_b)
+        first = jnp.max(tok_round)
+        first = first if axis_name is None else jax.lax.pmax(first, axis_name)
+        init = (first, ga[0], ga[2], gb[0], gb[2], seed_b)
         in_b = jax.lax.while_loop(lambda c: c[0] >= 0, round_body, init)[-1]
 
         unit_size = jax.ops.segment_sum(member.astype(jnp.int32), doc, num_segments=d_cap)
         unit_word = jax.ops.segment_sum(member.astype(jnp.int32), data.doc_word,
                                         num_segments=n)[data.doc_word]     # c_uw of each token
-        seed_in_doc_a = jnp.zeros(d_cap, jnp.int32).at[doc[ra]].add(1)
-        seed_in_doc_b = jnp.zeros(d_cap, jnp.int32).at[doc[rb]].add(1)
+        seed_in_doc_a = (jnp.arange(d_cap) == da_).astype(jnp.int32)
+        seed_in_doc_b = (jnp.arange(d_cap) == db_).astype(jnp.int32)
 
         def scan(in_b, key_u, final):
             """One restricted Gibbs scan of the units (a document's non-anchor tokens of S),
@@ -782,9 +905,12 @@ def _split_merge(key: Array, st: State, data: Data, params: Params, attempts: in
                 present = jax.ops.segment_sum((member & (z == kb)).astype(jnp.int32), doc,
                                               num_segments=d_cap)
                 coherent = jnp.all((present == 0) | (present == unit_size))
+                if axis_name is not None:
+                    coherent = jax.lax.psum(1 - coherent.astype(jnp.int32), axis_name) == 0
                 unit_b = jnp.where(split, unit_b, present > 0)
             to_b = jnp.where(member, unit_b[doc], in_b)
-            logq = jnp.sum(jnp.where(unit_size > 0, jnp.where(unit_b, log_b, log_a), 0.0))
+            logq = _psum(jnp.sum(jnp.where(unit_size > 0, jnp.where(unit_b, log_b, log_a), 0.0)),
+                         axis_name)
             if final:
                 logq = jnp.where(split | coherent, logq, -jnp.inf)
             return to_b, logq
@@ -806,8 +932,8 @@ def _split_merge(key: Array, st: State, data: Data, params: Params, attempts: in
         # pair selection, log q_sel(a, b | split state) - log q_sel(a, b | merged state): split,
         # b is reached only by the "any" branch (taken always when a is alone in A); merged,
         # by both (a's topic then holds n_A + n_B >= 2 tokens)
-        log_sel = (jnp.log(jnp.where(na > 1, 0.5, 1.0) / (n - 1))
-                   - jnp.log(0.5 / (na + nb - 1) + 0.5 / (n - 1)))
+        log_sel = (jnp.log(jnp.where(na > 1, 0.5, 1.0) / (n_all - 1))
+                   - jnp.log(0.5 / (na + nb - 1) + 0.5 / (n_all - 1)))
         log_accept = jnp.where(split, log_ratio - logq + log_qv + log_sel,
                                jnp.where((v_back >= _EPS) & (v_back <= 1 - _EPS),
                                          logq - log_ratio - log_qv - log_sel, -jnp.inf))
@@ -820,7 +946,7 @@ def _split_merge(key: Array, st: State, data: Data, params: Params, attempts: in
         def apply(c):
             z, word_topic, topic, log_pi, changed = c
             # split: group B moves to a free topic; merge: topic kb joins ka
-            moved = jnp.where(split, in_b, z == kb)
+            moved = jnp.where(split, in_b, z == kb) & real
             sa = jnp.where(split, 1, 0)
             return (jnp.where(moved, jnp.where(split, kb_new, ka), z),
                     word_topic.at[:, ka].set(jnp.where(split, wa, wa + wb)).at[:, kb_new].set(wb * sa),
@@ -840,20 +966,22 @@ def _split_merge(key: Array, st: State, data: Data, params: Params, attempts: in
     z, word_topic, topic, log_pi, changed, accepted, overflow = jax.lax.fori_loop(
         0, attempts, attempt, carry)
     st = st._replace(z=jnp.append(z, 0), word_topic=word_topic, topic=topic)
-    st, of_seat = jax.lax.cond(jnp.any(changed),
-                               lambda s: _reseat(k_seat, s, data, changed, log_pi),
+    st, of_seat = jax.lax.cond(jnp.any(changed),            # `changed`: equal on every shard
+                               lambda s: _reseat(k_seat, s, data, changed, log_pi, axis_name),
                                lambda s: (s, jnp.bool_(False)), st)
     return st, accepted, overflow | of_seat
 
 
-def _reseat(key: Array, st: State, data: Data, changed: Array, log_pi: Array) -> tuple[State, Array]:
+def _reseat(key: Array, st: State, data: Data, changed: Array, log_pi: Array,
+            axis_name: str | None = None) -> tuple[State, Array]:
     """Empty the tables of the `changed` topics and seat their tokens (topics st.z) from
-    p(t | z, pi): per document and topic k a CRP(alpha pi_k) (see `_split_merge`, step 3)."""
+    p(t | z, pi): per document and topic k a CRP(alpha pi_k) (see `_split_merge`, step 3).
+    Sharded: each shard seats its documents; m_k is recounted over all shards."""
     n = data.word.shape[0] - 1
     d_cap, t_cap = st.table_count.shape
     k_cap = st.word_topic.shape[1]
     doc, z = data.doc[:n], st.z[:n]
-    move = changed[z]
+    move = changed[z] & _real(data)
     freed = (st.table_count > 0) & changed[st.table_topic]
     table_count = jnp.where(freed, 0, st.table_count)
     # the moving tokens grouped by (document, topic), in corpus order within a group
@@ -889,7 +1017,8 @@ def _reseat(key: Array, st: State, data: Data, changed: Array, log_pi: Array) ->
     active = table_count > 0
     return st._replace(
         t=t, table_count=table_count, table_topic=jnp.where(active, table_topic, 0),
-        topic_tables=count_table((k_cap,), table_topic.reshape(-1), weights=active.reshape(-1)),
+        topic_tables=_psum(count_table((k_cap,), table_topic.reshape(-1),
+                                       weights=active.reshape(-1)), axis_name),
     ), overflow
 
 
@@ -897,24 +1026,28 @@ def _reseat(key: Array, st: State, data: Data, changed: Array, log_pi: Array) ->
 # concentrations (Escobar & West 1995 for gamma; Teh et al. 2006, appendix A, for alpha)
 
 
-def _resample_concentrations(key: Array, st: State, data: Data, params: Params) -> State:
+def _resample_concentrations(key: Array, st: State, data: Data, params: Params,
+                             axis_name: str | None = None, shared: Array | None = None) -> State:
     """One auxiliary-variable Gibbs update of alpha and gamma given the table counts.
 
     alpha: w_j ~ Beta(alpha + 1, n_j), s_j ~ Bernoulli(n_j / (n_j + alpha)) per non-empty
     document, alpha ~ Gamma(a + m - sum s_j, b - sum log w_j).
     gamma: eta ~ Beta(gamma + 1, m), gamma ~ pi Gamma(a + K, b - log eta)
     + (1 - pi) Gamma(a + K - 1, b - log eta), pi / (1 - pi) = (a + K - 1) / (m (b - log eta)).
+    Sharded: w_j, s_j per shard (its `key`), their sums over all shards; the draws of alpha,
+    eta, gamma from `shared` (the same key on every shard), so alpha and gamma stay equal.
     """
     a, b = params.prior_shape, params.prior_rate
-    kw, ks, ka, ke, kp, kg = jax.random.split(key, 6)
+    kw, ks, _, _, _, _ = jax.random.split(key, 6)
+    _, _, ka, ke, kp, kg = jax.random.split(key if shared is None else shared, 6)
     n_j = data.doc_len.astype(_F32)
     has = n_j > 0
     m = jnp.sum(st.topic_tables).astype(_F32)
     k = jnp.sum(st.topic_tables > 0).astype(_F32)
     w = jax.random.beta(kw, st.alpha + 1.0, jnp.where(has, n_j, 1.0))
     s = jax.random.uniform(ks, n_j.shape) < n_j / (n_j + st.alpha)
-    rate = b - jnp.sum(jnp.where(has, jnp.log(w), 0.0))
-    alpha = jax.random.gamma(ka, a + m - jnp.sum(s & has)) / rate
+    rate = b - _psum(jnp.sum(jnp.where(has, jnp.log(w), 0.0)), axis_name)
+    alpha = jax.random.gamma(ka, a + m - _psum(jnp.sum(s & has), axis_name)) / rate
     eta = jax.random.beta(ke, st.gamma + 1.0, m)
     rate_g = b - jnp.log(eta)
     odds = (a + k - 1.0) / (m * rate_g)
@@ -928,39 +1061,95 @@ def _resample_concentrations(key: Array, st: State, data: Data, params: Params) 
 
 
 def _finish(st: State, data: Data) -> State:
-    """Free table slots get dish 0 and every token's topic is read from its table."""
+    """Free table slots get dish 0 and every token's topic is read from its table (the dummy
+    slot and a shard's padding tokens: 0)."""
     table_topic = jnp.where(st.table_count > 0, st.table_topic, 0)
-    z = table_topic[data.doc, st.t].at[-1].set(0)
+    z = jnp.where(_real(data, dummy=True), table_topic[data.doc, st.t], 0)
     return st._replace(table_topic=table_topic, z=z)
 
 
-def _sweep(key: Array, state: State, data: Data, params: Params, exclude_self: bool = True
-           ) -> tuple[State, SweepInfo]:
+def _sweep(key: Array, state: State, data: Data, params: Params, exclude_self: bool = True,
+           axis_name: str | None = None) -> tuple[State, SweepInfo]:
     k_tab, k_dish, k_sm, k_conc = jax.random.split(key, 4)
-    table_steps = _table_steps_sequential if params.sampler == "sequential" else _table_steps
-    st, of_tab = table_steps(k_tab, state, data, params, exclude_self)
+    _, _, g_sm, g_conc = jax.random.split(_shared_key(key, axis_name), 4)
+    if params.sampler == "sequential":
+        st, of_tab = _table_steps_sequential(k_tab, state, data, params, exclude_self)
+    else:
+        st, of_tab = _table_steps(k_tab, state, data, params, exclude_self, axis_name)
     seat = _seating(st, data)
     if params.sampler == "sequential":
         st, of_dish = _dish_steps_sequential(k_dish, st, seat, params, exclude_self)
     else:
-        st, of_dish = _dish_steps_parallel(k_dish, st, seat, params, exclude_self)
+        st, of_dish = _dish_steps_parallel(k_dish, st, seat, params, exclude_self, axis_name)
     st = _finish(st, data)                      # the dish step moved whole tables: refresh z
     accepted, of_sm = jnp.int32(0), jnp.bool_(False)
     if params.split_merge_steps and data.word.shape[0] - 1 >= 2:     # a split needs two tokens
-        st, accepted, of_sm = _split_merge(k_sm, st, data, params, params.split_merge_steps)
+        st, accepted, of_sm = _split_merge(k_sm, st, data, params, params.split_merge_steps,
+                                           axis_name, g_sm)
         st = _finish(st, data)
     if params.resample_concentrations:
-        st = _resample_concentrations(k_conc, st, data, params)
-    return st, SweepInfo(changed=jnp.sum(st.z != state.z, dtype=jnp.int32),
-                         overflow=of_tab | of_dish | of_sm, accepted=accepted,
+        st = _resample_concentrations(k_conc, st, data, params, axis_name, g_conc)
+    changed = jnp.sum(st.z != state.z, dtype=jnp.int32)
+    overflow = of_tab | of_dish | of_sm
+    if axis_name is not None:                   # the whole sweep's, equal on every shard
+        changed = jax.lax.psum(changed, axis_name)
+        overflow = jax.lax.psum(overflow.astype(jnp.int32), axis_name) > 0
+    return st, SweepInfo(changed=changed, overflow=overflow, accepted=accepted,
                          num_topics=jnp.sum(st.topic_tables > 0, dtype=jnp.int32))
 
 
-def sweep(key: Array, state: State, data: Data, params: Params) -> tuple[State, SweepInfo]:
+def sweep(key: Array, state: State, data: Data, params: Params,
+          axis_name: str | None = None) -> tuple[State, SweepInfo]:
     """One sweep of the kernel ``params.sampler`` (table steps, dish steps, split-merge moves,
     concentrations); pure and jit/vmap-able (params static). If ``info.overflow``, the returned
-    state is garbage: discard it, `grow` the input state and redo the sweep with the same key."""
-    return _sweep(key, state, data, params)
+    state is garbage: discard it, `grow` the input state and redo the sweep with the same key.
+
+    `axis_name`: inside ``shard_map`` over documents (``jaxtopics.distributed``), the mapped
+    axis: the ``parallel`` kernel sharded (module docstring, "Sharded sweeps"); the info is the
+    whole sweep's, equal on every shard."""
+    if axis_name is not None:
+        check_shard_params(params)
+    return _sweep(key, state, data, params, axis_name=axis_name)
+
+
+# --------------------------------------------------------------------------------------------
+# sharding hooks (``jaxtopics.distributed``)
+
+
+def check_shard_params(params: Params) -> None:
+    """Sharded sweeps run the parallel kernel (the sequential one visits tables one at a time
+    over the whole corpus)."""
+    if params.sampler != "parallel":
+        raise ParameterError("sharded sweeps (devices > 1) run the 'parallel' kernel, got "
+                             f"sampler={params.sampler!r}")
+
+
+def shard_sizes(data: Data) -> dict[str, int]:
+    """The sizes of a shard's layout: tokens, documents and the table-step blocks' [B, C]."""
+    b, c = data.blocks.shape
+    return {"tokens": data.word.shape[0] - 1, "docs": data.doc_len.shape[0], "blocks": b,
+            "block_width": c}
+
+
+def pad_shard(data: Data, sizes: dict[str, int]) -> Data:
+    """A shard's Data padded to ``sizes``: padding tokens (n..n_max-1: word 0, document 0,
+    `_real` masks them out) and documents (empty) are in no block; the dummy token slot moves
+    to n_max. word_freq stays the shard's own counts (only its shape, V, is read)."""
+    n = data.word.shape[0] - 1
+    n_max, d_max = sizes["tokens"], sizes["docs"]
+    blocks, valid = pad_blocks(data.blocks, data.valid, n, n_max, sizes["blocks"],
+                               sizes["block_width"])
+    return Data(word=pad_array(data.word, (n_max + 1,), rows=n),
+                doc=pad_array(data.doc, (n_max + 1,), rows=n),
+                doc_len=pad_array(data.doc_len, (d_max,)), word_freq=np.asarray(data.word_freq),
+                doc_word=pad_array(data.doc_word, (n_max,)), blocks=blocks, valid=valid)
+
+
+def recount_shard(state: State, data: Data, params: Params, sizes: dict) -> State:
+    """A shard's tables recounted from its seating (`rebuild`; padding tokens, which follow the
+    ``sizes["tokens"]`` real ones, counted nowhere); word_topic, topic and topic_tables are this
+    shard's part of the global tables, alpha and gamma the chain's (``SHARD_REPLICATED``)."""
+    return rebuild(state, data, params)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1035,6 +1224,18 @@ def assignments(state: State) -> Array:
     rank = np.zeros(state.topic_tables.shape[-1], np.int32)
     rank[slots] = np.arange(len(slots), dtype=np.int32)
     return rank[np.asarray(state.z)[:-1]]
+
+
+def check_state(state: State, params: Params) -> str | None:
+    """What is out of range in a state read from a file (host arrays), or None: table slots t
+    in [0, T) and topics z in [0, K) with their dummy slots 0, dishes in [0, K), counts
+    non-negative (``resume`` recounts the tables from the seating)."""
+    t_cap, k_cap = np.shape(state.table_count)[1], np.shape(state.word_topic)[1]
+    return (latent_problem("t", state.t, t_cap, dummy_slot=True)
+            or latent_problem("z", state.z, k_cap, dummy_slot=True)
+            or latent_problem("table_topic", state.table_topic, k_cap)
+            or count_problem(table_count=state.table_count, word_topic=state.word_topic,
+                             topic=state.topic, topic_tables=state.topic_tables))
 
 
 def rebuild(state: State, data: Data, params: Params) -> State:
