@@ -296,7 +296,7 @@ def _add_model_args(p: argparse.ArgumentParser, *, sweeps: int) -> None:
     p.add_argument("--process-id", type=int, default=None, help="multi-process fit: this process")
     p.add_argument("--devices", type=_devices_arg, default=None,
                    help="shard the documents over this many devices (the parallel sampler of "
-                        "every model but hdp and dpmrm); on a CPU the process is split into "
+                        "every model); on a CPU the process is split into "
                         "this many XLA CPU devices. auto (default): every GPU, or one XLA "
                         "device per CPU core, when the model's kernel can be sharded; else one. "
                         "--resume continues on the saved run's devices unless told otherwise")

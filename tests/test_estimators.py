@@ -591,6 +591,19 @@ def test_an_older_file_with_latents_out_of_range_is_refused_at_load(tmp_path, na
             jt.load(bad)
 
 
+def test_an_older_hdp_file_with_bad_concentrations_is_refused_at_load(tmp_path):
+    """Review: HDP's sampled alpha and gamma edited to -1, NaN or 0 in a file without checksum
+    loaded, and resume ran on (log joint NaN). check_state refuses them."""
+    corpus = jt.Corpus.from_token_lists([["a", "b", "c"], ["c", "d"], ["a", "d", "e"]])
+    path = tmp_path / "m.jtm"
+    jt.HDP(resample_concentrations=True).fit(corpus, num_sweeps=2, progress=False).save(path)
+    assert jt.load(_rewrite(path, tmp_path / "fine.jtm")).sweeps_done == 2
+    for name, value in (("alpha", -1.0), ("alpha", np.nan), ("gamma", 0.0)):
+        bad = _rewrite(path, tmp_path / "bad.jtm", arrays={f"state.{name}": np.float32(value)})
+        with pytest.raises(FormatError, match=f"inconsistent state: {name} must be a finite number > 0"):
+            jt.load(bad)
+
+
 def test_a_model_before_its_first_sweep_has_read_outs(tmp_path):
     """fit(num_sweeps=0): DPMM's documents are not seated yet (z = -1); its summary, file and
     `jaxtopics show` work (summary's bincount of the -1 labels raised)."""
