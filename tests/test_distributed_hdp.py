@@ -14,7 +14,6 @@ sweep a handful of times only (a compile, not the sweeps, is what costs here).
 
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 import pytest
@@ -24,6 +23,7 @@ import jaxtopics as jt
 from jaxtopics import distributed as dist
 from jaxtopics.errors import ParameterError
 from jaxtopics.models import hdp
+from sharded_chains import assert_not_below, resumed_chain_means, standard_error
 
 needs_4_default_devices = pytest.mark.skipif(len(jax.devices()) < 4,
                                              reason="fewer than 4 devices on the default backend")
@@ -145,29 +145,13 @@ def test_four_devices_match_one_device_quality(corpus, tmp_path):
     the report of the change that added the sharded kernel (printed with -s)."""
     base = jt.HDP(**ROOMY).fit(corpus, num_sweeps=BURN, seed=0, eval_every=BURN, progress=False)
     base.save(tmp_path / "start.jtm")
-    level, topics = {}, {}
-    for devices in (None, 4):
-        lj, k = [], []
-        for seed in range(100, 100 + CHAINS):
-            model = jt.load(tmp_path / "start.jtm")
-            model.seed = seed
-            counts = []
-            with warnings.catch_warnings():      # continuing on 4 devices: meant here
-                warnings.simplefilter("ignore", jt.ShardLayoutWarning)
-                model.resume(corpus, SWEEPS // 2, eval_every=EVERY, progress=False, devices=devices)
-                for _ in range(SWEEPS // 2 // EVERY):
-                    model.resume(corpus, EVERY, eval_every=EVERY, progress=False, devices=devices)
-                    counts.append(int(np.sum(np.asarray(model.state.topic_tables) > 0)))
-            lj.append(np.mean([p.log_joint_per_token for p in model.trace
-                               if p.sweep > BURN + SWEEPS // 2]))
-            k.append(np.mean(counts))
-        level[devices], topics[devices] = np.asarray(lj), np.asarray(k)
-    one, four = level[None], level[4]
-    se = np.sqrt(one.var(ddof=1) / CHAINS + four.var(ddof=1) / CHAINS)
-    k1, k4 = topics[None], topics[4]
-    se_k = np.sqrt(k1.var(ddof=1) / CHAINS + k4.var(ddof=1) / CHAINS)
-    print(f"hdp: one device {one.mean():.5f} (sd {one.std(ddof=1):.5f}), 4 devices {four.mean():.5f}"
-          f" (sd {four.std(ddof=1):.5f}), se {se:.5f}; topics {k1.mean():.2f} (sd "
-          f"{k1.std(ddof=1):.2f}) / {k4.mean():.2f} (sd {k4.std(ddof=1):.2f}), se {se_k:.2f}")
-    assert one.mean() - four.mean() < 4 * se, (one, four)
+    def topics(model):
+        return int(np.sum(np.asarray(model.state.topic_tables) > 0))
+
+    start = tmp_path / "start.jtm"
+    one, k1 = resumed_chain_means(start, corpus, SWEEPS, CHAINS, None, EVERY, topics)
+    four, k4 = resumed_chain_means(start, corpus, SWEEPS, CHAINS, 4, EVERY, topics)
+    assert_not_below("hdp", one, four)
+    se_k = standard_error(k1, k4)
+    print(f"hdp topics: one device {k1.mean():.2f}, 4 devices {k4.mean():.2f}, se {se_k:.2f}")
     assert abs(k1.mean() - k4.mean()) <= 4 * se_k, (k1, k4)

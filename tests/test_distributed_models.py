@@ -13,7 +13,6 @@ LDA's sharded sweep is tested in test_distributed.py.
 from __future__ import annotations
 
 import types
-import warnings
 
 import numpy as np
 import pytest
@@ -23,6 +22,7 @@ import jaxtopics as jt
 from jaxtopics import distributed as dist
 from jaxtopics.datasets import synthetic_dmm, synthetic_lda
 from jaxtopics.errors import ParameterError
+from sharded_chains import assert_not_below, resumed_chain_means
 
 CPUS = jax.devices("cpu")
 needs_4_default_devices = pytest.mark.skipif(len(jax.devices()) < 4,
@@ -172,20 +172,6 @@ def test_four_devices_match_one_device_quality(name, tmp_path):
     corpus = corpus.subset(np.arange(docs))
     base = make().fit(corpus, num_sweeps=burn, seed=0, eval_every=burn, progress=False)
     base.save(tmp_path / "start.jtm")
-    level = {}
-    for devices in (None, 4):
-        chains = []
-        for seed in range(100, 100 + CHAINS):
-            model = jt.load(tmp_path / "start.jtm")
-            model.seed = seed
-            with warnings.catch_warnings():      # continuing on 4 devices: meant here
-                warnings.simplefilter("ignore", jt.ShardLayoutWarning)
-                model.resume(corpus, sweeps, eval_every=2, progress=False, devices=devices)
-            chains.append(np.mean([p.log_joint_per_token for p in model.trace
-                                   if p.sweep > burn + sweeps // 2]))
-        level[devices] = np.asarray(chains)
-    one, four = level[None], level[4]
-    se = np.sqrt(one.var(ddof=1) / CHAINS + four.var(ddof=1) / CHAINS)
-    print(f"{name}: one device {one.mean():.5f} (sd {one.std(ddof=1):.5f}), "
-          f"4 devices {four.mean():.5f} (sd {four.std(ddof=1):.5f}), se {se:.5f}")
-    assert one.mean() - four.mean() < 4 * se, (one, four)
+    one, _ = resumed_chain_means(tmp_path / "start.jtm", corpus, sweeps, CHAINS, None)
+    four, _ = resumed_chain_means(tmp_path / "start.jtm", corpus, sweeps, CHAINS, 4)
+    assert_not_below(name, one, four)

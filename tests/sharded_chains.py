@@ -1,0 +1,49 @@
+"""The statistic of the sharded-quality tests: from one saved state, chains of the one-device
+parallel kernel and chains sharded over several devices, compared by their own spread."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+import jaxtopics as jt
+
+
+def resumed_chain_means(start, corpus, sweeps: int, chains: int, devices, every: int = 2,
+                        extra=None) -> tuple[np.ndarray, np.ndarray | None]:
+    """`chains` chains (seeds 100, 101, ...) resumed from the model file `start` for `sweeps`
+    sweeps on `devices`: per chain the mean log joint per token over its second half (trace
+    every `every` sweeps) and, with `extra(model)`, that statistic's mean over the same points."""
+    means, extras = [], []
+    for seed in range(100, 100 + chains):
+        model = jt.load(start)
+        model.seed = seed
+        burn, values = model.sweeps_done, []
+        with warnings.catch_warnings():              # continuing on other devices: meant here
+            warnings.simplefilter("ignore", jt.ShardLayoutWarning)
+            if extra is None:
+                model.resume(corpus, sweeps, eval_every=every, progress=False, devices=devices)
+            else:
+                model.resume(corpus, sweeps // 2, eval_every=every, progress=False, devices=devices)
+                for _ in range(sweeps // 2 // every):
+                    model.resume(corpus, every, eval_every=every, progress=False, devices=devices)
+                    values.append(extra(model))
+        means.append(np.mean([p.log_joint_per_token for p in model.trace
+                              if p.sweep > burn + sweeps // 2]))
+        extras.append(np.mean(values) if values else np.nan)
+    return np.asarray(means), (np.asarray(extras) if extra is not None else None)
+
+
+def standard_error(one: np.ndarray, other: np.ndarray) -> float:
+    """Standard error of the difference of the two sets of chains' means."""
+    return float(np.sqrt(one.var(ddof=1) / one.size + other.var(ddof=1) / other.size))
+
+
+def assert_not_below(name: str, one: np.ndarray, sharded: np.ndarray) -> None:
+    """The sharded chains' mean log joint lies not below the one-device chains' by more than 4
+    standard errors of the difference (printed with -s)."""
+    se = standard_error(one, sharded)
+    print(f"{name}: one device {one.mean():.5f} (sd {one.std(ddof=1):.5f}), sharded "
+          f"{sharded.mean():.5f} (sd {sharded.std(ddof=1):.5f}), se {se:.5f}")
+    assert one.mean() - sharded.mean() < 4 * se, (one, sharded)
