@@ -55,6 +55,7 @@ from ..ops import (
     move_counts,
     pad_array,
     pad_blocks,
+    require_parallel,
     sharded_sweep,
     strided_blocks,
 )
@@ -372,11 +373,8 @@ def _blocked(key: Array, state: State, data: Data, params: Params,
 # sharding hooks (``jaxtopics.distributed``), shared with DPMM
 
 
-def check_shard_params(params: NamedTuple) -> None:
-    """Sharded sweeps run the parallel kernel."""
-    if params.sampler != "parallel":
-        raise ParameterError(f"sharded sweeps (devices > 1) run the 'parallel' kernel, got "
-                             f"sampler={params.sampler!r}")
+#: sharded sweeps run the parallel kernel
+check_shard_params = require_parallel
 
 
 def shard_sizes(data: Data) -> dict[str, int]:

@@ -62,6 +62,7 @@ from ..ops import (
     dirichlet_multinomial_log_evidence,
     exchange,
     log_rising_factorial,
+    shard_sum,
 )
 from . import dmm
 from .dmm import (
@@ -202,8 +203,8 @@ def _settle(st: State, docs, items, counts, length, old, valid, u, data: Data, p
                         valid & ~later, axis_name)
     moved = jnp.sum(valid & ~later & (choice != old), dtype=jnp.int32)
     own = None
+    moved = shard_sum(moved, axis_name)
     if axis_name is not None:
-        moved = jax.lax.psum(moved, axis_name)
         mine = jnp.full(docs.shape, jax.lax.axis_index(axis_name))
         docs, items, counts, length, old, later, u1, mine = exchange(
             axis_name, docs, items, counts, length, old, later, u[1], mine)

@@ -102,6 +102,8 @@ from ..ops import (
     log_rising_factorial,
     pad_array,
     pad_blocks,
+    require_parallel,
+    shard_sum,
     strided_blocks,
 )
 
@@ -746,9 +748,9 @@ def _blocked_sweep(key: Array, state: State, data: Data, params: Params, blocks:
 
     (state, changed, overflow), _ = jax.lax.scan(
         block, (state, jnp.int32(0), jnp.bool_(False)), (blocks, valid))
-    if axis_name is not None:          # a table overflow of one shard is the whole sweep's
-        changed, over = jax.lax.psum(jnp.stack([changed, overflow.astype(jnp.int32)]), axis_name)
-        overflow = over > 0
+    # a table overflow of one shard is the whole sweep's
+    changed, over = shard_sum(jnp.stack([changed, overflow.astype(jnp.int32)]), axis_name)
+    overflow = over > 0
     return state, SweepInfo(changed, overflow, jnp.sum(state.topic_tables > 0, dtype=jnp.int32))
 
 
@@ -786,11 +788,8 @@ def sweep(key: Array, state: State, data: Data, params: Params,
 # sharding hooks (``jaxtopics.distributed``)
 
 
-def check_shard_params(params: Params) -> None:
-    """Sharded sweeps run the parallel kernel."""
-    if params.sampler != "parallel":
-        raise ParameterError(f"sharded sweeps (devices > 1) run the 'parallel' kernel, got "
-                             f"sampler={params.sampler!r}")
+#: sharded sweeps run the parallel kernel
+check_shard_params = require_parallel
 
 
 def shard_sizes(data: Data) -> dict[str, int]:

@@ -83,6 +83,10 @@ from ..ops import (
     move_counts,
     pad_array,
     pad_blocks,
+    require_parallel,
+    shard_prefix,
+    shard_sum,
+    shared_key,
     strided_blocks,
     uniform_index,
 )
@@ -338,33 +342,6 @@ def _real(data: Data, dummy: bool = False) -> Array:
     return jnp.arange(n) < jnp.sum(data.doc_len)
 
 
-def _psum(x, axis_name: str | None):
-    """`x` summed over the shards (the whole corpus's value on every shard)."""
-    return x if axis_name is None else jax.lax.psum(x, axis_name)
-
-
-def _shard_prefix(x: Array, axis_name: str | None) -> tuple[Array, Array, Array]:
-    """For an int32 vector `x` of every shard: (sum over the shards before this one, sum over
-    all, max over all), from one ``all_gather``. One device: (0, x, x)."""
-    if axis_name is None:
-        return jnp.zeros_like(x), x, x
-    every = jax.lax.all_gather(x, axis_name)                          # [P, ...]
-    before = jnp.arange(every.shape[0]) < jax.lax.axis_index(axis_name)
-    return (jnp.sum(jnp.where(before[:, None], every, 0), 0, dtype=x.dtype),
-            jnp.sum(every, 0, dtype=x.dtype), jnp.max(every, 0))
-
-
-def _shared_key(key: Array, axis_name: str | None) -> Array:
-    """The key of shard 0, on every shard: the key of the sweep's global draws (split-merge
-    anchors and acceptances, pi, concentrations), which must agree on all shards (each shard's
-    own `key` is folded with its index). One device: `key`."""
-    if axis_name is None:
-        return key
-    typed = jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
-    raw = jax.lax.all_gather(jax.random.key_data(key) if typed else key, axis_name)[0]
-    return jax.random.wrap_key_data(raw, impl=jax.random.key_impl(key)) if typed else raw
-
-
 # --------------------------------------------------------------------------------------------
 # table step (eq. 19-21)
 
@@ -432,7 +409,7 @@ def _seat_block(st: State, pos: Array, valid: Array, u: Array, data: Data, beta:
     before = jnp.cumsum(opener, dtype=jnp.int32) - opener
     slot = _nth_free(jnp.cumsum(cnt == 0, axis=1, dtype=jnp.int32), before - before[seg])
     # new topics: the r-th new dish of the block (over all shards) takes the r-th free topic
-    before_k = _shard_prefix(jnp.sum(new_dish, dtype=jnp.int32)[None], axis_name)[0][0]
+    before_k = shard_prefix(jnp.sum(new_dish, dtype=jnp.int32)[None], axis_name)[0][0]
     rank_k = jnp.cumsum(new_dish, dtype=jnp.int32) - new_dish + before_k
     kslot = _nth_free(jnp.cumsum(m == 0, dtype=jnp.int32)[None, :], rank_k)
     overflow = jnp.any(opener & (slot >= t_cap)) | jnp.any(new_dish & (kslot >= k_cap))
@@ -457,7 +434,7 @@ def _seat_block(st: State, pos: Array, valid: Array, u: Array, data: Data, beta:
         t=t, z=z, table_count=table_count, table_topic=table_topic,
         word_topic=move_counts(st.word_topic, word, ks, new_k, weight),
         topic=move_counts(st.topic, None, ks, new_k, weight),
-        topic_tables=m + _psum(delta_m, axis_name), alpha=st.alpha, gamma=st.gamma), overflow
+        topic_tables=m + shard_sum(delta_m, axis_name), alpha=st.alpha, gamma=st.gamma), overflow
 
 
 def _table_steps(key: Array, st: State, data: Data, params: Params,
@@ -633,7 +610,7 @@ def _dish_batch(st: State, seat: _Seating, slot: Array, d_lo: Array, lo: Array, 
     logit_new = jnp.log(st.gamma) + acc_new
     choice = categorical_logits(u, jnp.concatenate([logits, logit_new[:, None]], axis=1))
     is_new = live & (choice == k_cap)
-    before, _, top = _shard_prefix(jnp.stack([jnp.sum(is_new, dtype=jnp.int32), num_chunks]),
+    before, _, top = shard_prefix(jnp.stack([jnp.sum(is_new, dtype=jnp.int32), num_chunks]),
                                    axis_name)
     rank = jnp.cumsum(is_new, dtype=jnp.int32) - is_new + before[0]
     kslot = _nth_free(jnp.cumsum(st.topic_tables == 0, dtype=jnp.int32)[None, :], rank)
@@ -690,7 +667,7 @@ def _dish_steps_parallel(key: Array, st: State, seat: _Seating, params: Params,
     i_all = jnp.arange(t_cap * groups)
     lo_all = seat.start[(i_all // groups) * d_cap + (i_all % groups) * bt]
     hi_all = seat.start[(i_all // groups) * d_cap + jnp.minimum((i_all % groups) * bt + bt, d_cap)]
-    busy = _psum((hi_all > lo_all).astype(jnp.int32), axis_name) > 0
+    busy = shard_sum((hi_all > lo_all).astype(jnp.int32), axis_name) > 0
 
     def body(i, carry):
         st, overflow = carry
@@ -771,7 +748,7 @@ def _split_merge(key: Array, st: State, data: Data, params: Params, attempts: in
     if axis_name is None:                       # global token numbers and the number of tokens
         n_all, tok = n, jnp.arange(n)
     else:
-        before, n_all, _ = _shard_prefix(jnp.sum(data.doc_len, dtype=jnp.int32)[None], axis_name)
+        before, n_all, _ = shard_prefix(jnp.sum(data.doc_len, dtype=jnp.int32)[None], axis_name)
         n_all, tok = n_all[0], jnp.where(real, before[0] + jnp.arange(n), -1)
 
     def at(x, r):                               # x [N] at global token r (every shard)
@@ -795,7 +772,7 @@ def _split_merge(key: Array, st: State, data: Data, params: Params, attempts: in
 
     def doc_terms(n_d, log_p):          # sum_d log (alpha pi)^(n_d) for one topic, n_d [D]
         c = alpha * jnp.exp(log_p)
-        return _psum(jnp.sum(gammaln(c + n_d.astype(_F32))) - d_cap * gammaln(c), axis_name)
+        return shard_sum(jnp.sum(gammaln(c + n_d.astype(_F32))) - d_cap * gammaln(c), axis_name)
 
     def attempt(i, carry):
         z, word_topic, topic, log_pi, changed, accepted, overflow = carry
@@ -809,7 +786,7 @@ def _split_merge(key: Array, st: State, data: Data, params: Params, attempts: in
         rb_any = uniform_index(u_sel[1], n_all - 1)
         rb_any = rb_any + (rb_any >= ra)
         stats = jnp.stack([jnp.sum(same, dtype=jnp.int32), jnp.sum(same & (tok < ra), dtype=jnp.int32)])
-        same_before, stats, _ = _shard_prefix(stats, axis_name)
+        same_before, stats, _ = shard_prefix(stats, axis_name)
         n_same = stats[0]                                   # tokens of a's topic, a included
         r_same = uniform_index(u_sel[1], n_same - 1)
         r_same = r_same + (r_same >= stats[1])
@@ -909,7 +886,7 @@ def _split_merge(key: Array, st: State, data: Data, params: Params, attempts: in
                     coherent = jax.lax.psum(1 - coherent.astype(jnp.int32), axis_name) == 0
                 unit_b = jnp.where(split, unit_b, present > 0)
             to_b = jnp.where(member, unit_b[doc], in_b)
-            logq = _psum(jnp.sum(jnp.where(unit_size > 0, jnp.where(unit_b, log_b, log_a), 0.0)),
+            logq = shard_sum(jnp.sum(jnp.where(unit_size > 0, jnp.where(unit_b, log_b, log_a), 0.0)),
                          axis_name)
             if final:
                 logq = jnp.where(split | coherent, logq, -jnp.inf)
@@ -1017,7 +994,7 @@ def _reseat(key: Array, st: State, data: Data, changed: Array, log_pi: Array,
     active = table_count > 0
     return st._replace(
         t=t, table_count=table_count, table_topic=jnp.where(active, table_topic, 0),
-        topic_tables=_psum(count_table((k_cap,), table_topic.reshape(-1),
+        topic_tables=shard_sum(count_table((k_cap,), table_topic.reshape(-1),
                                        weights=active.reshape(-1)), axis_name),
     ), overflow
 
@@ -1046,8 +1023,8 @@ def _resample_concentrations(key: Array, st: State, data: Data, params: Params,
     k = jnp.sum(st.topic_tables > 0).astype(_F32)
     w = jax.random.beta(kw, st.alpha + 1.0, jnp.where(has, n_j, 1.0))
     s = jax.random.uniform(ks, n_j.shape) < n_j / (n_j + st.alpha)
-    rate = b - _psum(jnp.sum(jnp.where(has, jnp.log(w), 0.0)), axis_name)
-    alpha = jax.random.gamma(ka, a + m - _psum(jnp.sum(s & has), axis_name)) / rate
+    rate = b - shard_sum(jnp.sum(jnp.where(has, jnp.log(w), 0.0)), axis_name)
+    alpha = jax.random.gamma(ka, a + m - shard_sum(jnp.sum(s & has), axis_name)) / rate
     eta = jax.random.beta(ke, st.gamma + 1.0, m)
     rate_g = b - jnp.log(eta)
     odds = (a + k - 1.0) / (m * rate_g)
@@ -1071,7 +1048,7 @@ def _finish(st: State, data: Data) -> State:
 def _sweep(key: Array, state: State, data: Data, params: Params, exclude_self: bool = True,
            axis_name: str | None = None) -> tuple[State, SweepInfo]:
     k_tab, k_dish, k_sm, k_conc = jax.random.split(key, 4)
-    _, _, g_sm, g_conc = jax.random.split(_shared_key(key, axis_name), 4)
+    _, _, g_sm, g_conc = jax.random.split(shared_key(key, axis_name), 4)
     if params.sampler == "sequential":
         st, of_tab = _table_steps_sequential(k_tab, state, data, params, exclude_self)
     else:
@@ -1091,9 +1068,8 @@ def _sweep(key: Array, state: State, data: Data, params: Params, exclude_self: b
         st = _resample_concentrations(k_conc, st, data, params, axis_name, g_conc)
     changed = jnp.sum(st.z != state.z, dtype=jnp.int32)
     overflow = of_tab | of_dish | of_sm
-    if axis_name is not None:                   # the whole sweep's, equal on every shard
-        changed = jax.lax.psum(changed, axis_name)
-        overflow = jax.lax.psum(overflow.astype(jnp.int32), axis_name) > 0
+    changed = shard_sum(changed, axis_name)     # the whole sweep's, equal on every shard
+    overflow = shard_sum(overflow.astype(jnp.int32), axis_name) > 0
     return st, SweepInfo(changed=changed, overflow=overflow, accepted=accepted,
                          num_topics=jnp.sum(st.topic_tables > 0, dtype=jnp.int32))
 
@@ -1116,12 +1092,9 @@ def sweep(key: Array, state: State, data: Data, params: Params,
 # sharding hooks (``jaxtopics.distributed``)
 
 
-def check_shard_params(params: Params) -> None:
-    """Sharded sweeps run the parallel kernel (the sequential one visits tables one at a time
-    over the whole corpus)."""
-    if params.sampler != "parallel":
-        raise ParameterError("sharded sweeps (devices > 1) run the 'parallel' kernel, got "
-                             f"sampler={params.sampler!r}")
+#: sharded sweeps run the parallel kernel (the sequential one visits tables one at a time over
+#: the whole corpus)
+check_shard_params = require_parallel
 
 
 def shard_sizes(data: Data) -> dict[str, int]:

@@ -1,7 +1,18 @@
 """Model-agnostic JAX primitives shared by every sampler (no model names in here)."""
 
 from .conditionals import collapsed_topic_draw
-from .counts import count_table, exchange, move_counts, move_rows, sharded_sweep, table_cells
+from .counts import (
+    count_table,
+    exchange,
+    move_counts,
+    move_rows,
+    require_parallel,
+    shard_prefix,
+    shard_sum,
+    shared_key,
+    sharded_sweep,
+    table_cells,
+)
 from .mh import mh_accept, propose_from_members
 from .polya import (
     block_log_predictive,
@@ -48,6 +59,10 @@ __all__ = [
     "mh_accept",
     "move_counts",
     "move_rows",
+    "require_parallel",
+    "shard_prefix",
+    "shard_sum",
+    "shared_key",
     "sharded_sweep",
     "pad_array",
     "pad_blocks",

@@ -12,7 +12,8 @@ from jax import Array
 
 from ..errors import ParameterError
 
-__all__ = ["count_table", "exchange", "move_counts", "move_rows", "sharded_sweep", "table_cells"]
+__all__ = ["count_table", "exchange", "move_counts", "move_rows", "require_parallel", "shard_prefix",
+           "shard_sum", "shared_key", "sharded_sweep", "table_cells"]
 
 
 def count_table(shape: tuple[int, ...], *indices: Array, weights: Array | None = None) -> Array:
@@ -81,13 +82,45 @@ def exchange(axis_name: str | None, *arrays: Array) -> tuple[Array, ...]:
     return tuple(out)
 
 
+def shard_sum(x, axis_name: str | None):
+    """`x` summed over the shards (the whole corpus's value on every shard); one device: `x`."""
+    return x if axis_name is None else jax.lax.psum(x, axis_name)
+
+
+def shard_prefix(x: Array, axis_name: str | None) -> tuple[Array, Array, Array]:
+    """For an int32 vector `x` of every shard: (sum over the shards before this one, sum over
+    all, max over all), from one ``all_gather`` (ranks over all shards, loop counts every shard
+    agrees on). One device: (0, x, x)."""
+    if axis_name is None:
+        return jnp.zeros_like(x), x, x
+    every = jax.lax.all_gather(x, axis_name)                          # [P, ...]
+    before = jnp.arange(every.shape[0]) < jax.lax.axis_index(axis_name)
+    return (jnp.sum(jnp.where(before[:, None], every, 0), 0, dtype=x.dtype),
+            jnp.sum(every, 0, dtype=x.dtype), jnp.max(every, 0))
+
+
+def shared_key(key: Array, axis_name: str | None) -> Array:
+    """The key of shard 0, on every shard: the key of a sharded sweep's global draws, which must
+    agree on all shards (each shard's own `key` is folded with its index). One device: `key`."""
+    if axis_name is None:
+        return key
+    typed = jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
+    raw = jax.lax.all_gather(jax.random.key_data(key) if typed else key, axis_name)[0]
+    return jax.random.wrap_key_data(raw, impl=jax.random.key_impl(key)) if typed else raw
+
+
+def require_parallel(params) -> None:
+    """A model's ``check_shard_params``: sharded sweeps run the ``parallel`` kernel."""
+    if params.sampler != "parallel":
+        raise ParameterError(f"sharded sweeps (devices > 1) run the 'parallel' kernel, got "
+                             f"sampler={params.sampler!r}")
+
+
 def sharded_sweep(parallel_sweep, key: Array, state, data, params, axis_name: str):
     """A model's blocked ``parallel_sweep(key, state, data, params, axis_name)`` run inside
     ``shard_map`` over documents: other samplers are refused, and the sweep info's ``changed``
     is summed over the shards (the whole sweep's, equal on every shard)."""
-    if params.sampler != "parallel":
-        raise ParameterError(f"sharded sweeps (devices > 1) run the 'parallel' kernel, got "
-                             f"sampler={params.sampler!r}")
+    require_parallel(params)
     state, info = parallel_sweep(key, state, data, params, axis_name)
     return state, info._replace(changed=jax.lax.psum(info.changed, axis_name))
 
