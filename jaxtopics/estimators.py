@@ -424,7 +424,7 @@ def load(path: str | os.PathLike) -> FittedModel:
 
 def _check_read_outs(model: FittedModel, path: Any) -> None:
     """A file from before checksums (format <= 2) meets only the checks of its metadata and
-    shapes (and LDA's ``check_state``): its read-outs are computed once here, so that read-outs
+    shapes and the model's ``check_state``: its read-outs are computed once here, so that read-outs
     failing on edited latents are one FormatError at load, not an IndexError in ``summary()``
     later (an edit they survive is left to ``resume``'s recount)."""
     try:
@@ -925,8 +925,10 @@ def _state_from_arrays(module: ModuleType, params: Any, arrays: dict, path: Any,
                        num_tokens: int, num_docs: int | None, num_words: int) -> Any:
     """The State from `state.<field>` arrays, each checked against the module's
     ``state_shapes(params, num_tokens, num_docs, num_words)`` (a State of ShapeDtypeStruct; a
-    size the file does not record is passed as -1 and matches any length) and then against the
-    module's ``check_state`` (consistency of the values), where the module has them."""
+    size the file does not record is passed as -1; a negative length matches any length, and
+    ``validate.same_length(i)`` the same length in every array where it appears) and then
+    against the module's ``check_state`` (consistency of the values), where the module has
+    them."""
     fields = module.State._fields
     for f in fields:
         if f"state.{f}" not in arrays:
@@ -936,23 +938,49 @@ def _state_from_arrays(module: ModuleType, params: Any, arrays: dict, path: Any,
     if shapes is not None:
         sizes = {"num_tokens": num_tokens, "num_docs": -1 if num_docs is None else num_docs,
                  "num_words": num_words}
-        expected = shapes(params, **sizes)
-        for f, arr, spec in zip(fields, host, expected):
-            fits = (arr.ndim == len(spec.shape) and arr.dtype == spec.dtype
-                    and all(e in (-1, a) for a, e in zip(arr.shape, spec.shape)))
-            if not fits:
-                want = ["D" if e == -1 else e for e in spec.shape]
-                k = getattr(params, "num_topics", "?")
+        shared: dict[int, tuple[int, str]] = {}      # same_length(i) -> (length, first array)
+        for f, arr, spec in zip(fields, host, shapes(params, **sizes)):
+            problem = _shape_problem(np.asarray(arr), spec, f, shared)
+            if problem:
+                k = getattr(params, "num_topics", None)
                 raise FormatError(
-                    f"array 'state.{f}' is {arr.dtype}{list(arr.shape)}, expected "
-                    f"{np.dtype(spec.dtype)}{want} for num_topics={k}, {num_words} vocabulary "
-                    f"words, {num_tokens} tokens"
+                    f"array 'state.{f}' is {problem} for "
+                    + ("" if k is None else f"num_topics={k}, ")
+                    + f"{num_words} vocabulary words, {num_tokens} tokens"
                     + ("" if num_docs is None else f", {num_docs} documents"), path=str(path))
     check = getattr(module, "check_state", None)
     problem = check(host, params) if check is not None else None
     if problem:
         raise FormatError(f"inconsistent state: {problem}", path=str(path))
     return module.State(*(jnp.asarray(a) for a in host))
+
+
+def _shape_problem(arr: np.ndarray, spec: Any, name: str, shared: dict) -> str | None:
+    """How `arr` differs from the ShapeDtypeStruct `spec` of ``state_shapes`` ("int32[3, 4],
+    expected int32[3, 5]"), or None; records the lengths of ``same_length`` dimensions in
+    `shared` so that the next arrays must agree with them."""
+    want = []
+    fits = arr.ndim == len(spec.shape) and arr.dtype == spec.dtype
+    for i, e in enumerate(spec.shape):
+        got = arr.shape[i] if i < arr.ndim else None
+        if e >= 0:
+            want.append(str(e))
+            fits = fits and got == e
+        elif e == -1 or got is None:
+            want.append("*")
+        else:
+            length, first = shared.setdefault(e, (got, name))
+            want.append(str(length) if first != name else "*")
+            fits = fits and got == length
+    if fits:
+        return None
+    note = ""
+    for e in spec.shape:
+        if e < -1 and e in shared and shared[e][1] != name:
+            note = f" (a capacity that 'state.{shared[e][1]}' has as {shared[e][0]})"
+            break
+    return (f"{arr.dtype}{list(arr.shape)}, expected {np.dtype(spec.dtype)}[{', '.join(want)}]"
+            + note)
 
 
 def _rebuilt(rebuild, state: Any, data: Any, params: Any, check: bool) -> Any:

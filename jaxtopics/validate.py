@@ -27,6 +27,9 @@ __all__ = [
     "check_int",
     "latent_problem",
     "count_problem",
+    "ANY_LENGTH",
+    "same_length",
+    "array_spec",
     "check_positive_int",
     "check_float32",
     "check_seed",
@@ -127,6 +130,23 @@ def latent_problem(name: str, values: Any, high: int, dummy_slot: bool = False,
     if dummy_slot and v.size and v[-1] != 0:
         return f"{name}'s last (dummy) slot must be 0"
     return None
+
+
+#: A ``state_shapes`` dimension that the file's sizes do not fix: any length matches.
+ANY_LENGTH = -1
+
+
+def same_length(i: int) -> int:
+    """A ``state_shapes`` dimension of any length, but the same length in every array where
+    ``same_length(i)`` appears: a capacity that grows, shared by several tables."""
+    return -2 - i
+
+
+def array_spec(*shape: int, dtype: Any = np.int32) -> Any:
+    """``jax.ShapeDtypeStruct(shape, dtype)``, one array of a model's ``state_shapes``; a
+    negative length is ``ANY_LENGTH`` or ``same_length(i)``."""
+    import jax
+    return jax.ShapeDtypeStruct(shape, dtype)
 
 
 def count_problem(**tables: Any) -> str | None:

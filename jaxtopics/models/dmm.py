@@ -44,7 +44,7 @@ from jax import Array
 
 from ..corpus import Corpus
 from ..errors import ParameterError
-from ..validate import count_problem, latent_problem
+from ..validate import ANY_LENGTH, array_spec, count_problem, latent_problem, same_length
 from ..ops import (
     block_log_predictive,
     categorical_logits,
@@ -449,6 +449,20 @@ def estimate(state: State, params: Params) -> dict[str, Array]:
             "num_active_clusters": jnp.sum(state.cluster_docs > 0, dtype=jnp.int32),
             "cluster_weights": (state.cluster_docs + params.alpha) / (d + k * params.alpha)}
 
+
+def state_shapes(params: Params, num_tokens: int, num_docs: int, num_words: int) -> State:
+    """The shape and dtype of every State array (checked when a model file is read)."""
+    return layout_shapes(params.num_clusters, num_docs, num_words)
+
+
+def layout_shapes(clusters: int, num_docs: int, num_words: int) -> State:
+    """DMM's State shapes with `clusters` slots (DPMM: ``same_length(0)``, a capacity);
+    the documents' distinct-word slots M are a second shared length."""
+    d1 = num_docs + 1 if num_docs >= 0 else ANY_LENGTH
+    items = array_spec(d1, same_length(1))
+    return State(z=array_spec(d1), cluster_docs=array_spec(clusters),
+                 word_cluster=array_spec(num_words, clusters), cluster_tokens=array_spec(clusters),
+                 doc_items=items, doc_counts=items)
 
 def check_state(state: State, params: Params) -> str | None:
     """What is out of range in a state read from a file (host arrays), or None: clusters z in

@@ -64,6 +64,7 @@ from ..ops import (
     log_rising_factorial,
     shard_sum,
 )
+from ..validate import same_length
 from . import dmm
 from .dmm import (
     Data,
@@ -357,6 +358,12 @@ def estimate(state: State, params: Params) -> dict[str, np.ndarray]:
     return {"theta": theta, "phi": phi, "labels": np.where(z >= 0, label[np.maximum(z, 0)], -1),
             "cluster_sizes": sizes, "num_active_clusters": np.int64(slots.size),
             "cluster_weights": (sizes / max(d, 1)).astype(np.float32)}
+
+
+def state_shapes(params: Params, num_tokens: int, num_docs: int, num_words: int) -> State:
+    """The shape and dtype of every State array (checked when a model file is read); the
+    cluster slots are a capacity, grown by ``grow``."""
+    return dmm.layout_shapes(same_length(0), num_docs, num_words)
 
 
 def check_state(state: State, params: Params) -> str | None:

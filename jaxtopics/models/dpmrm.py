@@ -91,7 +91,7 @@ from jax import Array
 
 from ..corpus import Corpus
 from ..errors import CorpusError, ParameterError
-from ..validate import count_problem, latent_problem
+from ..validate import ANY_LENGTH, array_spec, count_problem, latent_problem, same_length
 from ..ops import (
     categorical,
     categorical_logits,
@@ -934,6 +934,19 @@ def estimate(state: State, params: Params) -> dict[str, np.ndarray]:
         "topic_sizes": nt[order].astype(np.int32), "topic_tables": mt[order].astype(np.int32),
         "num_active_topics": np.int32(k),
     }
+
+
+def state_shapes(params: Params, num_tokens: int, num_docs: int, num_words: int) -> State:
+    """The shape and dtype of every State array (checked when a model file is read); the topic
+    slots C, the table slots T and the label slots R of a document are capacities (grown by
+    ``grow``, or set by the data); the label count L is not recorded in the parameters."""
+    c, t, r = same_length(0), same_length(1), same_length(2)
+    d1 = num_docs + 1 if num_docs >= 0 else ANY_LENGTH
+    topics, tables, labels = array_spec(c), array_spec(d1, t), array_spec(d1, r)
+    return State(table=array_spec(num_tokens), dish=tables, topic_label=topics, table_size=tables,
+                 doc_label_tables=labels, topic_tables=topics, label_tables=array_spec(ANY_LENGTH),
+                 word_topic=array_spec(num_words, c), topic=topics,
+                 token_doc=array_spec(num_tokens), doc_labels=labels)
 
 
 def check_state(state: State, params: Params) -> str | None:

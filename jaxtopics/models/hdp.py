@@ -71,7 +71,7 @@ from jax.scipy.special import gammaln
 
 from ..corpus import Corpus
 from ..errors import CorpusError, ParameterError
-from ..validate import count_problem, latent_problem
+from ..validate import array_spec, count_problem, latent_problem, same_length
 from ..ops import (
     categorical,
     categorical_logits,
@@ -1197,6 +1197,16 @@ def assignments(state: State) -> Array:
     rank = np.zeros(state.topic_tables.shape[-1], np.int32)
     rank[slots] = np.arange(len(slots), dtype=np.int32)
     return rank[np.asarray(state.z)[:-1]]
+
+
+def state_shapes(params: Params, num_tokens: int, num_docs: int, num_words: int) -> State:
+    """The shape and dtype of every State array (checked when a model file is read); the topic
+    slots K and the table slots T are capacities, grown by ``grow``."""
+    k, t = same_length(0), same_length(1)
+    tokens, tables, scalar = array_spec(num_tokens + 1), array_spec(num_docs, t), array_spec(dtype=_F32)
+    return State(t=tokens, z=tokens, table_count=tables, table_topic=tables,
+                 word_topic=array_spec(num_words, k), topic=array_spec(k),
+                 topic_tables=array_spec(k), alpha=scalar, gamma=scalar)
 
 
 def check_state(state: State, params: Params) -> str | None:

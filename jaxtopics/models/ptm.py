@@ -45,7 +45,7 @@ from jax import Array
 
 from ..corpus import Corpus
 from ..errors import ParameterError
-from ..validate import count_problem, latent_problem
+from ..validate import array_spec, count_problem, latent_problem
 from ..ops import (
     categorical,
     categorical_logits,
@@ -476,6 +476,15 @@ def estimate(state: State, params: Params) -> dict[str, Array]:
     pseudo = (state.pseudo_topic + params.alpha) / (state.pseudo_topic.sum(1, keepdims=True) + ka)
     return {"theta": _theta(state.doc_topic, state.pseudo_topic[state.pseudo], params), "phi": phi,
             "pseudo_doc_topic": pseudo, "pseudo_labels": state.pseudo}
+
+
+def state_shapes(params: Params, num_tokens: int, num_docs: int, num_words: int) -> State:
+    """The shape and dtype of every State array (checked when a model file is read)."""
+    k, p = params.num_topics, params.num_pseudo_docs
+    return State(z=array_spec(num_tokens + 1), pseudo=array_spec(num_docs),
+                 pseudo_topic=array_spec(p, k), pseudo_docs=array_spec(p),
+                 doc_topic=array_spec(num_docs, k), word_topic=array_spec(num_words, k),
+                 topic=array_spec(k))
 
 
 def check_state(state: State, params: Params) -> str | None:

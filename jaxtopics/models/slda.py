@@ -42,7 +42,7 @@ from jax import Array
 
 from ..corpus import Corpus
 from ..errors import CorpusError, ParameterError
-from ..validate import count_problem, latent_problem
+from ..validate import ANY_LENGTH, array_spec, count_problem, latent_problem
 from ..ops import (
     block_log_predictive,
     categorical_logits,
@@ -429,6 +429,15 @@ def estimate(state: State, params: Params) -> dict[str, Array]:
     theta = (state.doc_topic + params.alpha) / (nd + k * params.alpha)
     phi = (state.word_topic.T + params.beta) / (state.topic[:, None] + v * params.beta)
     return {"theta": theta, "phi": phi, "sentence_topics": state.z[:-1]}
+
+
+def state_shapes(params: Params, num_tokens: int, num_docs: int, num_words: int) -> State:
+    """The shape and dtype of every State array (checked when a model file is read); the
+    sentence count S is not recorded in the file."""
+    k = params.num_topics
+    return State(z=array_spec(ANY_LENGTH), doc_topic=array_spec(num_docs, k),
+                 word_topic=array_spec(num_words, k), topic=array_spec(k),
+                 token_sentence=array_spec(num_tokens))
 
 
 def check_state(state: State, params: Params) -> str | None:
