@@ -48,7 +48,7 @@ def _read_corpus(args: argparse.Namespace) -> Corpus:
         from . import distributed
         if fmt == "ldac":
             return distributed.read_process_corpus(path, fmt, vocab=args.vocab)
-        extra = {"text_key": args.text_key} if fmt == "jsonl" else {}
+        extra = {"text_key": args.text_key} if fmt == "jsonl" else {"labelled": labelled}
         return distributed.read_process_corpus(path, fmt, sentences=sentences, **extra)
     if fmt == "ldac":
         return Corpus.from_ldac(path, vocab=args.vocab)
@@ -67,10 +67,10 @@ def _labelled(args: argparse.Namespace, fmt: str) -> bool:
         raise JaxTopicsError(f"--labelled does not apply to --model {args.model} (it reads no "
                              f"label sets)")
     labelled = args.labelled or needs
-    if labelled and (fmt != "text" or args.coordinator):
+    if labelled and fmt != "text":
         raise JaxTopicsError(f"--labelled (label sets, read for --model {args.model}) needs text "
-                             f"input with lines 'label1--label2<TAB>text' (--format text, one "
-                             f"process), got --format {fmt}")
+                             f"input with lines 'label1--label2<TAB>text' (--format text), got "
+                             f"--format {fmt}")
     return labelled
 
 

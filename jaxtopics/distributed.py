@@ -51,6 +51,7 @@ Shards are padded to common shapes.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from dataclasses import dataclass, field
 from functools import partial
@@ -146,18 +147,26 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
                                process_id=process_id, **kwargs)
 
 
-def read_process_corpus(path, fmt: str = "ldac", vocab=None, **text_kwargs) -> Corpus:
+def read_process_corpus(path, fmt: str = "ldac", vocab=None, *, labelled: bool = False,
+                        label_key: str | None = None, **text_kwargs) -> Corpus:
     """This process's documents of a corpus file: a contiguous range of documents (lines),
     ranges balanced by tokens over ``jax.process_count()`` processes, read without building the
     other processes' token arrays. `fmt`: "ldac" (with `vocab`, a file or word list; without
     it words are named by id over the global id range) or "text" / "jsonl" (tokenised with
     ``Corpus.from_texts`` options; the vocabulary is merged over all processes, ordered as a
-    single-process ``from_texts`` orders it; ranges are balanced by characters). One process:
-    the whole file."""
+    single-process ``from_texts`` orders it; ranges are balanced by characters). Labels as one
+    process reads them, with the same ids in every process: `labelled` (text: label sets from
+    lines ``label1--label2<TAB>text``, as ``Corpus.from_text_file(labelled=True)``) or
+    `label_key` (jsonl: one label per document, as ``Corpus.from_jsonl``). One process: the
+    whole file."""
     from . import io as _io
+    from .corpus import _encode_labels, _label_sets_csr
 
     processes, me = jax.process_count(), jax.process_index()
     if fmt == "ldac":
+        if labelled or label_key is not None:
+            raise ParameterError("LDA-C files carry no labels (labelled / label_key need "
+                                 "fmt 'text' / 'jsonl')")
         doc_tokens = _io.ldac_doc_tokens(path)
         _check_enough_docs(doc_tokens.shape[0], processes, path)
         bounds = balanced_ranges(doc_tokens, processes)
@@ -171,18 +180,34 @@ def read_process_corpus(path, fmt: str = "ldac", vocab=None, **text_kwargs) -> C
         return Corpus.from_arrays(word_ids=word_ids, doc_offsets=offsets, vocab=tuple(vocab))
     if fmt not in ("text", "jsonl"):
         raise ParameterError(f"fmt must be 'ldac', 'text' or 'jsonl', got {fmt!r}")
-    if fmt == "text":
+    if (labelled and fmt != "text") or (label_key is not None and fmt != "jsonl"):
+        raise ParameterError("labelled reads label sets of fmt 'text'; label_key labels of "
+                             f"fmt 'jsonl' (got fmt {fmt!r})")
+    for name in ("labels", "label_names"):
+        if name in text_kwargs:
+            raise ParameterError(f"{name}= cannot be split over processes: give the labels in "
+                                 "the file (labelled / label_key)")
+    if fmt == "text" and labelled:
+        labels, texts = _io.read_labelled_text_lines(path)
+        # every process reads every line, so the label names (ids) are the whole file's
+        text_kwargs["label_names"] = _label_sets_csr(labels)[2]
+    elif fmt == "text":
         texts, labels = _io.read_text_lines(path), None
     else:
-        texts, labels = _io.read_jsonl(path, text_key=text_kwargs.pop("text_key", "text"))
+        texts, labels = _io.read_jsonl(path, text_key=text_kwargs.pop("text_key", "text"),
+                                       label_key=label_key)
+        if labels is not None:
+            labels = np.asarray(_encode_labels(labels), np.int64)
     for name in ("min_df", "max_df"):
         if name in text_kwargs and processes > 1:
             raise ParameterError(f"{name} needs document frequencies over all processes; "
                                  "filter the vocabulary before a multi-process fit")
     _check_enough_docs(len(texts), processes, path)
     bounds = balanced_ranges(np.asarray([len(t) + 1 for t in texts]), processes)
-    mine = Corpus.from_texts(texts[bounds[me]:bounds[me + 1]], **text_kwargs)
-    return mine if processes == 1 else _merge_vocab(mine)
+    mine = slice(bounds[me], bounds[me + 1])
+    local = Corpus.from_texts(texts[mine], labels=None if labels is None else labels[mine],
+                              **text_kwargs)
+    return local if processes == 1 else _merge_vocab(local)
 
 
 def _check_enough_docs(num_docs: int, processes: int, path) -> None:
@@ -210,8 +235,8 @@ def _merge_vocab(local: Corpus) -> Corpus:
     index = {w: i for i, w in enumerate(vocab)}
     remap = np.asarray([index[w] for w in local.vocab], np.int64)
     word_ids = remap[local.word_ids] if local.num_tokens else local.word_ids
-    return Corpus.from_arrays(word_ids=word_ids, doc_offsets=local.doc_offsets, vocab=tuple(vocab),
-                              sentence_offsets=local.sentence_offsets, labels=local.labels)
+    # everything else (sentences, labels, label sets, text options) stays as it is
+    return dataclasses.replace(local, word_ids=word_ids, vocab=tuple(vocab))
 
 
 def global_fingerprint(local: Corpus, sentences: bool = False, version: int = 2) -> str:

@@ -84,6 +84,33 @@ def test_prepare_rejects_other_kernels(corpus):
         dist.init(jax.random.key(0), sdata, lda.Params(num_topics=3, init="incremental"))
 
 
+def test_one_process_reads_the_whole_file_as_the_corpus_readers_do(tmp_path):
+    """``read_process_corpus`` in one process is the one-process reader, labels included (label
+    sets of labelled text lines, jsonl labels); labels it cannot split are refused."""
+    import json
+
+    lines = ["sports--politics\tthe vote of the team", "politics\tparty law vote",
+             "sports\tmatch goal goal"]
+    text = tmp_path / "lab.txt"
+    text.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    mine = dist.read_process_corpus(text, "text", labelled=True)
+    whole = Corpus.from_text_file(text, labelled=True)
+    assert mine.fingerprint(version=2) == whole.fingerprint(version=2)
+    assert mine.label_names == whole.label_names == ("sports", "politics")
+    assert mine.text_options == whole.text_options
+    rows = tmp_path / "docs.jsonl"
+    rows.write_text("".join(json.dumps({"text": t.split("\t")[1], "y": t.split("\t")[0]}) + "\n"
+                            for t in lines), encoding="utf-8")
+    mine = dist.read_process_corpus(rows, "jsonl", label_key="y")
+    np.testing.assert_array_equal(mine.labels, Corpus.from_jsonl(rows, label_key="y").labels)
+    with pytest.raises(ParameterError, match="LDA-C files carry no labels"):
+        dist.read_process_corpus(text, "ldac", labelled=True)
+    with pytest.raises(ParameterError, match="labels= cannot be split"):
+        dist.read_process_corpus(text, "text", labels=[0, 1, 0])
+    with pytest.raises(ParameterError, match="label_key labels of fmt 'jsonl'"):
+        dist.read_process_corpus(text, "text", label_key="y")
+
+
 def test_one_shard_is_the_parallel_sweep(corpus):
     """With one shard the sharded sweep is exactly lda's parallel sweep (bitwise)."""
     params = lda.Params(num_topics=4, num_blocks=8)

@@ -34,8 +34,9 @@ def _fit(tmp: Path, reuters_dir: Path, *extra: str, processes: int = 2, devices:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "JAX_PLATFORMS": "cpu"}
     env.pop("XLA_FLAGS", None)
     source = reuters_dir / "reuters.ldac" if source is None else source
-    cmd = [sys.executable, "-m", "jaxtopics.cli", "fit", "--input", str(source),
-           "--vocab", str(reuters_dir / "reuters.tokens"), "--out", str(tmp), "--no-progress",
+    vocab = ["--vocab", str(reuters_dir / "reuters.tokens")] if source.suffix == ".ldac" else []
+    cmd = [sys.executable, "-m", "jaxtopics.cli", "fit", "--input", str(source), *vocab,
+           "--out", str(tmp), "--no-progress",
            "--coordinator", f"localhost:{port}", "--num-processes", str(processes),
            "--devices", str(devices), *extra]
     procs = [subprocess.Popen(cmd + ["--process-id", str(i)], stdout=subprocess.PIPE,
@@ -142,6 +143,42 @@ def test_other_models_over_two_processes_resume_bitwise(tmp_path, reuters, reute
     recount = module.rebuild(b.state, module.prepare(reuters, b.params), b.params)
     for name, saved, counted in zip(b.state._fields, b.state, recount):
         np.testing.assert_array_equal(np.asarray(saved), np.asarray(counted), err_msg=name)
+
+
+def test_dpmrm_over_two_processes_reads_labelled_text_and_resumes_bitwise(tmp_path, reuters_dir):
+    """Label sets over processes: each process reads its own lines of a labelled text file
+    (``label1--label2<TAB>text``) with the label ids of the whole file; process 0 saves tables
+    that are the counts of the saved latents and the whole corpus's label names and text
+    options; resuming gives the straight run bitwise, and the saved chain continues in one
+    process on the one-process reading of the file (same corpus fingerprint)."""
+    from jaxtopics.models import dpmrm
+
+    rng = np.random.default_rng(0)
+    lines = []
+    for _ in range(60):                 # label l's words are "l<l>w<i>"; 1-2 labels a line
+        own = np.sort(rng.choice(4, size=int(rng.integers(1, 3)), replace=False))
+        words = [f"l{x}w{rng.integers(6)}" for x in rng.choice(own, size=int(rng.integers(8, 30)))]
+        lines.append("--".join(f"L{x}" for x in own) + "\t" + " ".join(words))
+    source = tmp_path / "labelled.txt"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    corpus = jt.Corpus.from_text_file(source, labelled=True)
+    straight, split = tmp_path / "straight", tmp_path / "split"
+    args = ["--model", "dpmrm", "--eval-every", "2"]
+    _fit(straight, reuters_dir, *args, "--sweeps", "6", source=source)
+    _fit(split, reuters_dir, *args, "--sweeps", "4", source=source)
+    outs = _fit(split, reuters_dir, *args, "--sweeps", "2", "--resume", source=source)
+    assert "over 2 processes" in outs[0]
+    a, b = jt.load(straight / "model.jtm"), jt.load(split / "model.jtm")
+    assert a.sweeps_done == b.sweeps_done == 6 and a.shards == 2
+    np.testing.assert_array_equal(a.assignments, b.assignments)
+    assert b.label_names == corpus.label_names and b.vocab == corpus.vocab
+    assert b.text_options == corpus.text_options
+    recount = dpmrm.rebuild(b.state, dpmrm.prepare(corpus, b.params), b.params)
+    for name, saved, counted in zip(b.state._fields, b.state, recount):
+        np.testing.assert_array_equal(np.asarray(saved), np.asarray(counted), err_msg=name)
+    with pytest.warns(jt.ShardLayoutWarning):
+        one = b.resume(corpus, 1, eval_every=1, progress=False, devices=1)
+    assert one.sweeps_done == 7
 
 
 def test_an_error_on_one_process_ends_every_process(tmp_path, reuters_dir):
