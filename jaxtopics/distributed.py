@@ -320,7 +320,7 @@ def prepare(corpus: Corpus, params: Any, num_shards: int,
     processes = jax.process_count()
     if num_shards % processes:
         raise ParameterError(f"{num_shards} shards cannot be split evenly over {processes} processes")
-    parts = _on_every_process(lambda: [module.prepare(corpus.subset(ix), params)
+    parts = on_every_process(lambda: [module.prepare(corpus.subset(ix), params)
                                        for ix in split_documents(corpus, num_shards // processes)])
     names = list(module.shard_sizes(parts[0]))
     local = np.array([[int(module.shard_sizes(p)[k]) for p in parts] for k in names], np.int64)
@@ -336,9 +336,11 @@ def prepare(corpus: Corpus, params: Any, num_shards: int,
     return ShardedData(data=data, sizes=sizes, module=module, shapes=shapes)
 
 
-def _on_every_process(fn):
+def on_every_process(fn):
     """``fn()``, where a JaxTopicsError on any process of a multi-process run is raised on every
-    process (the others would otherwise wait in the next collective for the one that left)."""
+    process (the others would otherwise wait in the next collective for the one that left).
+    `fn` must not itself use collectives: a process that fails before them would leave the
+    others waiting there."""
     if jax.process_count() == 1:
         return fn()
     error = None
@@ -363,12 +365,23 @@ def _allgather_host(x: np.ndarray) -> np.ndarray:
     return np.asarray(multihost_utils.process_allgather(np.asarray(x)))
 
 
-def process_sum(value: int) -> int:
-    """`value` summed over the processes of a multi-process run (exact for 64-bit totals, such
-    as the tokens of a large corpus); one process: `value`."""
+def process_sum(value):
+    """`value` (an int, or an integer array of one shape on every process) summed over the
+    processes of a multi-process run (exact for 64-bit totals, such as the tokens of a large
+    corpus); one process: `value`. Arrays of different sizes are a ParameterError on every
+    process."""
+    if np.ndim(value) == 0:
+        if jax.process_count() == 1:
+            return int(value)
+        return int(_allgather_64(np.asarray([value], np.int64)).view(np.int64).sum())
+    a = np.asarray(value, np.int64)
     if jax.process_count() == 1:
-        return int(value)
-    return int(_allgather_64(np.asarray([value], np.int64)).view(np.int64).sum())
+        return a
+    sizes = _allgather_host(np.asarray([a.size], np.int32))[:, 0]
+    if (sizes != sizes[0]).any():
+        raise ParameterError(f"the processes hold {sizes.tolist()} values where each must hold "
+                             "the same number (e.g. the same label_names on every process)")
+    return _allgather_64(a.reshape(-1)).view(np.int64).sum(0).reshape(a.shape)
 
 
 def _allgather_64(x: np.ndarray) -> np.ndarray:

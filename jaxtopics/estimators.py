@@ -11,6 +11,7 @@ to model files (io.py). Every later model follows the same public contract:
 from __future__ import annotations
 
 import errno
+import inspect
 import numbers
 import os
 from dataclasses import dataclass
@@ -401,8 +402,17 @@ def load(path: str | os.PathLike) -> FittedModel:
         except ValueError as e:
             raise FormatError(f"metadata 'text_options': {e}", path=str(path)) from None
     vocab = _vocab_from_arrays(arrays, path)
+    names = meta.get("label_names")
+    if names is not None:
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise FormatError("metadata 'label_names' must be a list of strings", path=str(path))
+        if len(set(names)) != len(names):
+            raise FormatError("metadata 'label_names' repeats a label", path=str(path))
+    elif getattr(MODELS[name], "needs_labels", False):
+        raise FormatError(f"a {name} model file needs metadata 'label_names'", path=str(path))
     state = _state_from_arrays(module, params, arrays, path, num_tokens=num_tokens,
-                               num_docs=num_docs, num_words=len(vocab))
+                               num_docs=num_docs, num_words=len(vocab),
+                               num_labels=None if names is None else len(names))
     trace = _trace_from_arrays(arrays, sweeps_done, path)
     model = MODELS[name].fitted_class(name, params, vocab, seed, state, None, fingerprint,
                                       sweeps_done, trace, num_tokens)
@@ -412,10 +422,7 @@ def load(path: str | os.PathLike) -> FittedModel:
     shards = 1 if "shards" not in meta else _meta_value(
         meta, "shards", path, lambda v, n: check_int(v, n, low=1, high=num_docs))
     model.shards = None if shards == 1 else shards
-    names = meta.get("label_names")
     if names is not None:
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-            raise FormatError("metadata 'label_names' must be a list of strings", path=str(path))
         model.label_names = tuple(names)
     if CHECKSUM_KEY not in meta:
         _check_read_outs(model, path)
@@ -504,7 +511,7 @@ class _Estimator:
             raise CorpusError(f"fit expects a jaxtopics.Corpus, got {type(corpus).__name__}")
         seed = check_seed(seed)
         _check_sweeps(num_sweeps, eval_every, checkpoint_every, checkpoint_path)
-        data = self.module.prepare(corpus, self.params)
+        data = _on_every_process(lambda: self.module.prepare(corpus, self.params))
         init_key, _ = chain_keys(seed)
         num_tokens = corpus.num_tokens
         if jax.process_count() > 1:        # this process's documents of a multi-process fit
@@ -645,10 +652,24 @@ class DPMRM(_Estimator):
                                       initial_topics=int(initial_topics), chunk_size=int(chunk_size))
 
     def fit(self, corpus: Corpus, *args: Any, **kwargs: Any) -> FittedModel:
-        """``_Estimator.fit`` after checking the corpus: label sets present, every label used."""
+        """``_Estimator.fit`` after checking the corpus: label sets present, every label used
+        (on some process's documents, in a multi-process fit)."""
         if isinstance(corpus, Corpus):
-            dpmrm.check_training_corpus(corpus)
+            _on_every_process(lambda: dpmrm.check_label_sets(corpus))
+            total = None
+            if jax.process_count() > 1:
+                from .distributed import process_sum as total
+            dpmrm.check_training_corpus(corpus, total)
         return super().fit(corpus, *args, **kwargs)
+
+
+def _on_every_process(fn: Any) -> Any:
+    """``fn()``; in a multi-process run a JaxTopicsError on any process is raised on every
+    process (``distributed.on_every_process``), so none waits for one that stopped."""
+    if jax.process_count() == 1:
+        return fn()
+    from .distributed import on_every_process
+    return on_every_process(fn)
 
 
 def _number(x: Any, name: str) -> float:
@@ -922,22 +943,30 @@ def _vocab_from_arrays(arrays: dict, path: Any) -> tuple[str, ...]:
 
 
 def _state_from_arrays(module: ModuleType, params: Any, arrays: dict, path: Any, *,
-                       num_tokens: int, num_docs: int | None, num_words: int) -> Any:
+                       num_tokens: int, num_docs: int | None, num_words: int,
+                       num_labels: int | None = None) -> Any:
     """The State from `state.<field>` arrays, each checked against the module's
     ``state_shapes(params, num_tokens, num_docs, num_words)`` (a State of ShapeDtypeStruct; a
     size the file does not record is passed as -1; a negative length matches any length, and
-    ``validate.same_length(i)`` the same length in every array where it appears) and then
+    ``validate.same_length(i)`` the same length in every array where it appears; a module with
+    a per-label table takes ``num_labels`` too, the length of the file's label names) and then
     against the module's ``check_state`` (consistency of the values), where the module has
-    them."""
+    them. A `state.` array the State does not have is refused too."""
     fields = module.State._fields
     for f in fields:
         if f"state.{f}" not in arrays:
             raise FormatError(f"model file lacks array 'state.{f}'", path=str(path))
+    extra = sorted(k for k in arrays if k.startswith("state.") and k[len("state."):] not in fields)
+    if extra:
+        raise FormatError(f"model file has array {extra[0]!r}, which a {module.__name__.split('.')[-1]} "
+                          f"state does not have", path=str(path))
     host = module.State(*(arrays[f"state.{f}"] for f in fields))
     shapes = getattr(module, "state_shapes", None)
     if shapes is not None:
         sizes = {"num_tokens": num_tokens, "num_docs": -1 if num_docs is None else num_docs,
                  "num_words": num_words}
+        if "num_labels" in inspect.signature(shapes).parameters:
+            sizes["num_labels"] = -1 if num_labels is None else num_labels
         shared: dict[int, tuple[int, str]] = {}      # same_length(i) -> (length, first array)
         for f, arr, spec in zip(fields, host, shapes(params, **sizes)):
             problem = _shape_problem(np.asarray(arr), spec, f, shared)

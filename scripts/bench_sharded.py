@@ -35,14 +35,28 @@ REQUIRED = {"lda": dict(num_topics=20), "dmm": dict(num_clusters=20),
             "ptm": dict(num_topics=20, num_pseudo_docs=100)}
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _counts(text: str) -> list[int]:
+    try:
+        return [_positive(x) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated counts >= 1, got {text!r}") from None
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--models", default="hdp,dpmrm", help="comma-separated model names (CLI names)")
     ap.add_argument("--corpora", default="lee,reuters", help="shared data sets (../shared/data)")
-    ap.add_argument("--devices", default="1,2", help="comma-separated device counts")
-    ap.add_argument("--warmup", type=int, default=3, help="sweeps before timing (compilation)")
-    ap.add_argument("--sweeps", type=int, default=20, help="timed sweeps")
+    ap.add_argument("--devices", type=_counts, default="1,2", help="comma-separated device counts")
+    ap.add_argument("--warmup", type=_positive, default=3, help="sweeps before timing (compilation)")
+    ap.add_argument("--sweeps", type=_positive, default=20, help="timed sweeps")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--data", default=SHARED, help="folder of the shared data sets")
     ap.add_argument("--json", metavar="OUT", help="write the results to this JSON file")
@@ -80,8 +94,8 @@ def main(argv=None) -> int:
         model, corpus, devices = args.one.split(",")
         print("RESULT " + json.dumps(run_one(model, corpus, int(devices), args)), flush=True)
         return 0
-    counts = [int(x) for x in args.devices.split(",")]
-    rows = []
+    counts = args.devices
+    rows, failed = [], 0
     for model in args.models.split(","):
         for corpus in args.corpora.split(","):
             times = {}
@@ -96,6 +110,7 @@ def main(argv=None) -> int:
                 if done.returncode or not line:
                     print(f"{model} {corpus} {n} devices failed:\n{done.stderr[-2000:]}",
                           file=sys.stderr)
+                    failed += 1
                     continue
                 result = json.loads(line[0][len("RESULT "):])
                 times[n] = result["s_per_sweep"]
@@ -114,7 +129,9 @@ def main(argv=None) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
-    return 0
+    if failed:
+        print(f"{failed} run(s) failed (above)", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -508,7 +508,7 @@ def test_resume_refuses_tables_that_disagree_with_the_saved_assignments(tmp_path
     table = np.array(getattr(m.state, field))
     table[(0,) * table.ndim] += 1
     bad = _rewrite(tmp_path / "m.jtm", tmp_path / "bad.jtm", arrays={f"state.{field}": table})
-    with pytest.raises(FormatError, match=f"inconsistent state: {field} disagree"):
+    with pytest.raises(FormatError, match=f"inconsistent state: {field} (counts )?disagree"):
         jt.load(bad).resume(corpus, 1, progress=False)
 
 
@@ -595,7 +595,9 @@ def test_an_older_file_with_latents_out_of_range_is_refused_at_load(tmp_path, na
     for value in (low, 10**6):
         latent[0] = value
         bad = _rewrite(path, tmp_path / "bad.jtm", arrays={f"state.{field}": latent})
-        with pytest.raises(FormatError, match=f"inconsistent state: {field} holds values outside"):
+        # Sentence-LDA's token_sentence must also rise from 0 in steps of 0 or 1
+        refused = f"inconsistent state: {field} (holds values outside|must rise)"
+        with pytest.raises(FormatError, match=refused):
             jt.load(bad)
 
 
@@ -624,6 +626,38 @@ def test_an_array_cut_short_along_any_axis_is_refused_at_load(tmp_path, name):
             if fixed:
                 assert re.search(r"array 'state\.\w+' is int32\[.*\], expected", str(e.value))
                 assert f"'state.{field}'" in str(e.value), (field, axis, str(e.value))
+
+
+def _longer(a):
+    return np.append(a, np.zeros(1, a.dtype))
+
+
+@pytest.mark.parametrize("name, edit, match", [
+    ("SentenceLDA", lambda f: {"arrays": {"state.z": _longer(f["state.z"])}},
+     "z holds 8 entries for the 6 sentences"),
+    ("DPMRM", lambda f: {"arrays": {"state.label_tables": _longer(f["state.label_tables"])}},
+     "state.label_tables' is int32\\[3\\], expected int32\\[2\\]"),
+    ("DPMRM", lambda f: {"meta": {"label_names": ["x"]}}, "state.label_tables"),
+    ("DPMRM", lambda f: {"meta": {"label_names": ["x", "x"]}}, "'label_names' repeats a label"),
+    ("DPMRM", lambda f: {"meta": {"label_names": None}}, "needs metadata 'label_names'"),
+    ("DPMM", lambda f: {"arrays": {"state.z": np.concatenate([[-1], f["state.z"][1:]]).astype(np.int32)}},
+     "seats some documents and leaves others unseated"),
+    ("DMM", lambda f: {"arrays": {"state.doc_items": f["state.doc_items"][:, :1],
+                                  "state.doc_counts": f["state.doc_counts"][:, :1]}},
+     "cluster_tokens counts disagree with the words of the seated documents"),
+    ("LDA", lambda f: {"arrays": {"state.bogus": np.zeros(3, np.int32)}},
+     "array 'state.bogus', which a lda state does not have"),
+])
+def test_edits_the_shape_checks_let_through_are_refused_at_load(tmp_path, name, edit, match):
+    """Review: each of these edits of a file without checksum loaded into a wrong model (a
+    sentence topic too many, a label table for 4 labels with 3 label names, a DPMM document
+    unseated among seated ones, DMM documents that lost words, an unknown array)."""
+    path = _tiny_fit(name, tmp_path / "m.jtm")
+    with np.load(path) as f:
+        arrays = {k: f[k] for k in f.files}
+    bad = _rewrite(path, tmp_path / "bad.jtm", **edit(arrays))
+    with pytest.raises(FormatError, match=match):
+        jt.load(bad)
 
 
 def test_an_older_hdp_file_with_bad_concentrations_is_refused_at_load(tmp_path):

@@ -150,7 +150,9 @@ def test_dpmrm_over_two_processes_reads_labelled_text_and_resumes_bitwise(tmp_pa
     (``label1--label2<TAB>text``) with the label ids of the whole file; process 0 saves tables
     that are the counts of the saved latents and the whole corpus's label names and text
     options; resuming gives the straight run bitwise, and the saved chain continues in one
-    process on the one-process reading of the file (same corpus fingerprint)."""
+    process on the one-process reading of the file (same corpus fingerprint). Review: a label
+    on one process's lines only stopped the other process ("label has no documents") while
+    this one waited for it forever; every label need only be on some process's lines."""
     from jaxtopics.models import dpmrm
 
     rng = np.random.default_rng(0)
@@ -159,6 +161,7 @@ def test_dpmrm_over_two_processes_reads_labelled_text_and_resumes_bitwise(tmp_pa
         own = np.sort(rng.choice(4, size=int(rng.integers(1, 3)), replace=False))
         words = [f"l{x}w{rng.integers(6)}" for x in rng.choice(own, size=int(rng.integers(8, 30)))]
         lines.append("--".join(f"L{x}" for x in own) + "\t" + " ".join(words))
+    lines[-1] = "L0--late\t" + lines[-1].split("\t")[1]     # a label of process 1's lines only
     source = tmp_path / "labelled.txt"
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")
     corpus = jt.Corpus.from_text_file(source, labelled=True)

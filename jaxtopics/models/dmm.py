@@ -474,10 +474,22 @@ def check_state(state: State, params: Params) -> str | None:
 def check_layout(state: State, num_clusters: int, unseated: bool = False) -> str | None:
     """:func:`check_state` for `num_clusters` cluster slots; `unseated`: z may also be -1 (a
     document without a cluster, DPMM before its first sweep)."""
-    return (latent_problem("z", state.z, num_clusters, dummy_slot=True, low=-int(unseated))
-            or latent_problem("doc_items", state.doc_items, np.shape(state.word_cluster)[0])
-            or count_problem(cluster_docs=state.cluster_docs, word_cluster=state.word_cluster,
-                             cluster_tokens=state.cluster_tokens, doc_counts=state.doc_counts))
+    problem = (latent_problem("z", state.z, num_clusters, dummy_slot=True, low=-int(unseated))
+               or latent_problem("doc_items", state.doc_items, np.shape(state.word_cluster)[0])
+               or count_problem(cluster_docs=state.cluster_docs, word_cluster=state.word_cluster,
+                                cluster_tokens=state.cluster_tokens, doc_counts=state.doc_counts))
+    if problem:
+        return problem
+    z = np.asarray(state.z)[:-1]
+    seated = z >= 0
+    if not seated.all() and seated.any():
+        return ("z seats some documents and leaves others unseated (-1): only a chain before "
+                "its first sweep has unseated documents, and then all of them")
+    tokens = int(np.asarray(state.doc_counts, np.int64)[:-1][seated].sum())
+    for name in ("cluster_tokens", "word_cluster"):
+        if int(np.asarray(getattr(state, name), np.int64).sum()) != tokens:
+            return f"{name} counts disagree with the words of the seated documents (doc_counts)"
+    return None
 
 
 def rebuild(state: State, data: Data, params: Params) -> State:

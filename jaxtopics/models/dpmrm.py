@@ -82,7 +82,7 @@ label weight and 1/(n_j + alpha), so that theta over all (k, l) and the new topi
 from __future__ import annotations
 
 from functools import partial
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -109,7 +109,8 @@ from ..ops import (
 
 __all__ = [
     "Params", "State", "Data", "SweepInfo", "SAMPLERS",
-    "check_params", "check_state", "check_training_corpus", "prepare", "init", "state_from_assignments",
+    "check_params", "check_state", "check_label_sets", "check_training_corpus", "prepare", "init",
+    "state_from_assignments",
     "sweep", "grow", "log_joint", "estimate", "fold_in", "held_out_log_likelihood",
     "assignments", "rebuild", "check_shard_params", "shard_sizes", "pad_shard", "recount_shard",
 ]
@@ -253,12 +254,20 @@ def _require_label_sets(corpus: Corpus) -> None:
             "'label1--label2<TAB>text' lines with Corpus.from_text_file(path, labelled=True)")
 
 
-def check_training_corpus(corpus: Corpus) -> None:
+def check_label_sets(corpus: Corpus) -> None:
+    """Raise CorpusError unless the corpus carries a label set on every document."""
+    _require_label_sets(corpus)
+
+
+def check_training_corpus(corpus: Corpus, total: Callable | None = None) -> None:
     """A corpus DP-MRM can be fitted on: label sets present and every label on some document
     (a label with no documents is almost always a mistake in ``label_names``). Held-out
-    corpora only need label sets over the fitted labels."""
+    corpora only need label sets over the fitted labels. `total` sums the documents per label
+    over the processes of a multi-process fit (each holds some of the documents)."""
     _require_label_sets(corpus)
     per_label = np.bincount(corpus.label_ids, minlength=len(corpus.label_names))
+    if total is not None:
+        per_label = total(per_label)
     unused = np.flatnonzero(per_label == 0)
     if unused.size:
         names = ", ".join(repr(corpus.label_names[i]) for i in unused[:5])
@@ -936,15 +945,16 @@ def estimate(state: State, params: Params) -> dict[str, np.ndarray]:
     }
 
 
-def state_shapes(params: Params, num_tokens: int, num_docs: int, num_words: int) -> State:
+def state_shapes(params: Params, num_tokens: int, num_docs: int, num_words: int,
+                 num_labels: int = ANY_LENGTH) -> State:
     """The shape and dtype of every State array (checked when a model file is read); the topic
     slots C, the table slots T and the label slots R of a document are capacities (grown by
-    ``grow``, or set by the data); the label count L is not recorded in the parameters."""
+    ``grow``, or set by the data); L = `num_labels`, the file's label names."""
     c, t, r = same_length(0), same_length(1), same_length(2)
     d1 = num_docs + 1 if num_docs >= 0 else ANY_LENGTH
     topics, tables, labels = array_spec(c), array_spec(d1, t), array_spec(d1, r)
     return State(table=array_spec(num_tokens), dish=tables, topic_label=topics, table_size=tables,
-                 doc_label_tables=labels, topic_tables=topics, label_tables=array_spec(ANY_LENGTH),
+                 doc_label_tables=labels, topic_tables=topics, label_tables=array_spec(num_labels),
                  word_topic=array_spec(num_words, c), topic=topics,
                  token_doc=array_spec(num_tokens), doc_labels=labels)
 

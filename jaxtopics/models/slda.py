@@ -442,11 +442,18 @@ def state_shapes(params: Params, num_tokens: int, num_docs: int, num_words: int)
 
 def check_state(state: State, params: Params) -> str | None:
     """What is out of range in a state read from a file (host arrays), or None: sentence topics
-    z in [0, K) with the dummy slot 0, every token's sentence in [0, S), counts non-negative
-    (``resume`` recounts the tables from z)."""
-    sentences = np.asarray(state.z).shape[0] - 1
+    z in [0, K) with the dummy slot 0, counts non-negative
+    (``resume`` recounts the tables from z), and the tokens' sentences rise from 0 in steps of
+    0 or 1 to the last sentence, S - 1 (no sentence is empty), so that z holds S + 1 entries."""
+    ts = np.asarray(state.token_sentence)
+    steps = np.diff(ts)
+    if ts.size and (ts[0] != 0 or (steps < 0).any() or (steps > 1).any()):
+        return "token_sentence must rise from 0 in steps of 0 or 1 (sentences in token order)"
+    sentences = int(ts[-1]) + 1 if ts.size else 0
+    if np.asarray(state.z).shape[0] != sentences + 1:
+        return (f"z holds {np.asarray(state.z).shape[0]} entries for the {sentences} sentences of "
+                f"token_sentence (expected {sentences + 1}: one per sentence and a dummy slot)")
     return (latent_problem("z", state.z, params.num_topics, dummy_slot=True)
-            or latent_problem("token_sentence", state.token_sentence, max(sentences, 0))
             or count_problem(doc_topic=state.doc_topic, word_topic=state.word_topic,
                              topic=state.topic))
 
