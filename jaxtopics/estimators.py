@@ -655,19 +655,15 @@ class DPMRM(_Estimator):
         """``_Estimator.fit`` after checking the corpus: label sets present, every label used
         (on some process's documents, in a multi-process fit)."""
         if isinstance(corpus, Corpus):
+            from .distributed import process_sum           # the identity in one process
             _on_every_process(lambda: dpmrm.check_label_sets(corpus))
-            total = None
-            if jax.process_count() > 1:
-                from .distributed import process_sum as total
-            dpmrm.check_training_corpus(corpus, total)
+            dpmrm.check_training_corpus(corpus, process_sum)
         return super().fit(corpus, *args, **kwargs)
 
 
 def _on_every_process(fn: Any) -> Any:
     """``fn()``; in a multi-process run a JaxTopicsError on any process is raised on every
     process (``distributed.on_every_process``), so none waits for one that stopped."""
-    if jax.process_count() == 1:
-        return fn()
     from .distributed import on_every_process
     return on_every_process(fn)
 
