@@ -946,8 +946,9 @@ def _state_from_arrays(module: ModuleType, params: Any, arrays: dict, path: Any,
     size the file does not record is passed as -1; a negative length matches any length, and
     ``validate.same_length(i)`` the same length in every array where it appears; a module with
     a per-label table takes ``num_labels`` too, the length of the file's label names) and then
-    against the module's ``check_state`` (consistency of the values), where the module has
-    them. A `state.` array the State does not have is refused too."""
+    against the module's ``check_state`` (consistency of the values) and, for a state without
+    a per-token array, its ``state_tokens`` against `num_tokens`, where the module has them. A
+    `state.` array the State does not have is refused too."""
     fields = module.State._fields
     for f in fields:
         if f"state.{f}" not in arrays:
@@ -977,6 +978,10 @@ def _state_from_arrays(module: ModuleType, params: Any, arrays: dict, path: Any,
     problem = check(host, params) if check is not None else None
     if problem:
         raise FormatError(f"inconsistent state: {problem}", path=str(path))
+    tokens = getattr(module, "state_tokens", None)      # models without a per-token array
+    if tokens is not None and tokens(host) != num_tokens:
+        raise FormatError(f"metadata 'num_tokens' is {num_tokens}, but the state's documents "
+                          f"hold {tokens(host)} tokens", path=str(path))
     return module.State(*(jnp.asarray(a) for a in host))
 
 

@@ -645,13 +645,17 @@ def _longer(a):
     ("DMM", lambda f: {"arrays": {"state.doc_items": f["state.doc_items"][:, :1],
                                   "state.doc_counts": f["state.doc_counts"][:, :1]}},
      "cluster_tokens counts disagree with the words of the seated documents"),
+    ("DMM", lambda f: {"meta": {"num_tokens": 1000}},
+     "metadata 'num_tokens' is 1000, but the state's documents hold \\d+ tokens"),
+    ("DPMM", lambda f: {"meta": {"num_tokens": 1000}}, "metadata 'num_tokens' is 1000"),
     ("LDA", lambda f: {"arrays": {"state.bogus": np.zeros(3, np.int32)}},
      "array 'state.bogus', which a lda state does not have"),
 ])
 def test_edits_the_shape_checks_let_through_are_refused_at_load(tmp_path, name, edit, match):
     """Review: each of these edits of a file without checksum loaded into a wrong model (a
     sentence topic too many, a label table for 4 labels with 3 label names, a DPMM document
-    unseated among seated ones, DMM documents that lost words, an unknown array)."""
+    unseated among seated ones, DMM documents that lost words, a DMM or DPMM file's token count,
+    an unknown array)."""
     path = _tiny_fit(name, tmp_path / "m.jtm")
     with np.load(path) as f:
         arrays = {k: f[k] for k in f.files}

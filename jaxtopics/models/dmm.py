@@ -492,6 +492,12 @@ def check_layout(state: State, num_clusters: int, unseated: bool = False) -> str
     return None
 
 
+def state_tokens(state: State) -> int:
+    """Tokens the state's documents hold (host arrays): what a model file's ``num_tokens``
+    must say, since no State array has one entry per token."""
+    return int(np.asarray(state.doc_counts, np.int64)[:-1].sum())
+
+
 def rebuild(state: State, data: Data, params: Params) -> State:
     """The state with its count tables recounted from z (after loading a file)."""
     d, _, _ = _sizes(data)
