@@ -79,6 +79,7 @@ from ..ops import (
     count_table,
     dirichlet_multinomial_log_evidence,
     exchange,
+    log_gamma,
     log_rising_factorial,
     move_counts,
     pad_array,
@@ -765,8 +766,8 @@ def _split_merge(key: Array, st: State, data: Data, params: Params, attempts: in
     # 1. pi | tables
     m = st.topic_tables
     used = m > 0
-    g = jnp.where(used, jax.random.loggamma(k_pi, jnp.maximum(m, 1).astype(_F32)), -jnp.inf)
-    g_u = jax.random.loggamma(jax.random.fold_in(k_pi, 1), st.gamma)
+    g = log_gamma(k_pi, jnp.append(jnp.maximum(m, 1).astype(_F32), st.gamma))
+    g, g_u = jnp.where(used, g[:-1], -jnp.inf), g[-1]
     norm = jnp.logaddexp(jax.scipy.special.logsumexp(g), g_u)
     log_pi = g - norm
 
@@ -1016,20 +1017,25 @@ def _resample_concentrations(key: Array, st: State, data: Data, params: Params,
     """
     a, b = params.prior_shape, params.prior_rate
     kw, ks, _, _, _, _ = jax.random.split(key, 6)
-    _, _, ka, ke, kp, kg = jax.random.split(key if shared is None else shared, 6)
+    _, _, ka, _, kp, _ = jax.random.split(key if shared is None else shared, 6)
     n_j = data.doc_len.astype(_F32)
     has = n_j > 0
     m = jnp.sum(st.topic_tables).astype(_F32)
     k = jnp.sum(st.topic_tables > 0).astype(_F32)
-    w = jax.random.beta(kw, st.alpha + 1.0, jnp.where(has, n_j, 1.0))
     s = jax.random.uniform(ks, n_j.shape) < n_j / (n_j + st.alpha)
-    rate = b - shard_sum(jnp.sum(jnp.where(has, jnp.log(w), 0.0)), axis_name)
-    alpha = jax.random.gamma(ka, a + m - shard_sum(jnp.sum(s & has), axis_name)) / rate
-    eta = jax.random.beta(ke, st.gamma + 1.0, m)
-    rate_g = b - jnp.log(eta)
+    # every gamma variate of the update in two calls (one per key): w_j = G1 / (G1 + G2) with
+    # G1 ~ Gamma(alpha + 1), G2 ~ Gamma(n_j); then alpha's, eta's, and both of gamma's shapes
+    d = n_j.shape[0]
+    g_w = log_gamma(kw, jnp.concatenate([jnp.full((d,), st.alpha + 1.0), jnp.where(has, n_j, 1.0)]))
+    log_w = g_w[:d] - jnp.logaddexp(g_w[:d], g_w[d:])
+    rate = b - shard_sum(jnp.sum(jnp.where(has, log_w, 0.0)), axis_name)
+    shapes = jnp.stack([a + m - shard_sum(jnp.sum(s & has), axis_name), st.gamma + 1.0, m,
+                        a + k, a + k - 1.0])
+    g_alpha, g_eta1, g_eta2, g_k, g_k1 = log_gamma(ka, shapes)
+    alpha = jnp.exp(g_alpha) / rate
+    rate_g = b - (g_eta1 - jnp.logaddexp(g_eta1, g_eta2))          # b - log eta
     odds = (a + k - 1.0) / (m * rate_g)
-    shape = a + k - (jax.random.uniform(kp) >= odds / (1.0 + odds)).astype(_F32)
-    gamma = jax.random.gamma(kg, shape) / rate_g
+    gamma = jnp.exp(jnp.where(jax.random.uniform(kp) >= odds / (1.0 + odds), g_k1, g_k)) / rate_g
     return st._replace(alpha=alpha.astype(_F32), gamma=gamma.astype(_F32))
 
 

@@ -27,6 +27,7 @@ from .sampling import (
     categorical_logits,
     chunked_map,
     log_dirichlet,
+    log_gamma,
     uniform_index,
 )
 from .schedule import (
@@ -55,6 +56,7 @@ __all__ = [
     "from_strided",
     "grouped_counts",
     "log_dirichlet",
+    "log_gamma",
     "log_rising_factorial",
     "mh_accept",
     "move_counts",

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 from jax import Array
 
 __all__ = ["block_uniforms", "categorical", "categorical_logits", "chunked_map", "log_dirichlet",
-           "uniform_index"]
+           "log_gamma", "uniform_index"]
 
 _HIGHEST = jax.lax.Precision.HIGHEST
 
@@ -144,10 +144,48 @@ def chunked_map(fn: Callable, xs, chunk: int):
     return jax.tree_util.tree_map(lambda a: a.reshape((m * chunk,) + a.shape[2:])[:n], out)
 
 
+def log_gamma(key: Array, concentration: Array) -> Array:
+    """log of Gamma(concentration, 1) variates, elementwise (float32; NaN where the
+    concentration is not a finite number > 0).
+
+    Marsaglia & Tsang (2000): for a >= 1, d = a - 1/3, c = 1 / sqrt(9 d), x ~ N(0, 1),
+    y = c x, v = (1 + y)^3; accept d v when y > -1 and log U < x^2 / 2 + d (1 - v + log v)
+    (acceptance >= 0.95 for every a >= 1), with 1 - v + log v = 3 (log1p(y) - y) - 3 y^2 - y^3
+    (the naive form loses ~1e-2 of the log acceptance to float32 cancellation at a ~ 1e5).
+    For a < 1, G(a) = G(a + 1) U^(1/a), kept in log space so that tiny concentrations do not
+    underflow. All elements propose at once and the loop runs until every one has accepted
+    (a few rounds), round r's normals and uniforms drawn from ``fold_in(key, r)``. Exact, like
+    ``jax.random.loggamma``, whose per-element rejection loops cost ~0.6 s of XLA:CPU
+    compilation per call site, against ~0.1 s here.
+    """
+    a = jnp.asarray(concentration, jnp.float32)
+    bad = ~(jnp.isfinite(a) & (a > 0))
+    boost = a < 1.0
+    d = jnp.where(bad, 1.0, jnp.where(boost, a + 1.0, a)) - 1.0 / 3.0
+    c = jax.lax.rsqrt(9.0 * d)
+    k_boost, k_loop = jax.random.split(key)
+
+    def propose(carry):
+        r, done, value = carry
+        k_x, k_u = jax.random.split(jax.random.fold_in(k_loop, r))
+        x = jax.random.normal(k_x, a.shape)
+        log_u = jnp.log1p(-jax.random.uniform(k_u, a.shape))
+        y = c * x
+        log1p_y = jnp.log1p(jnp.maximum(y, -1.0 + 1e-7))   # y <= -1 is refused below
+        excess = 3.0 * (log1p_y - y) - 3.0 * y * y - y * y * y
+        ok = (y > -1.0) & (log_u < 0.5 * x * x + d * excess) & ~done
+        return r + 1, done | ok, jnp.where(ok, jnp.log(d) + 3.0 * log1p_y, value)
+
+    start = (jnp.int32(0), bad, jnp.full(a.shape, jnp.nan, jnp.float32))
+    _, _, value = jax.lax.while_loop(lambda s_: ~jnp.all(s_[1]), propose, start)
+    log_u = jnp.log1p(-jax.random.uniform(k_boost, a.shape))
+    return jnp.where(boost & ~bad, value + log_u / jnp.where(boost, a, 1.0), value)
+
+
 def log_dirichlet(key: Array, concentration: Array, axis: int = -1) -> Array:
     """log of a Dirichlet(concentration) draw along `axis`, via log-gamma variates.
 
     Stays finite for tiny concentrations (alpha=0.01), where gamma variates underflow to 0.
     """
-    g = jax.random.loggamma(key, concentration.astype(jnp.float32))
+    g = log_gamma(key, concentration.astype(jnp.float32))
     return g - jax.scipy.special.logsumexp(g, axis=axis, keepdims=True)
