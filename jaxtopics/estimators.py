@@ -1161,7 +1161,9 @@ class HDP(_Estimator):
     document-level and gamma the corpus-level DP concentration, beta the topic-word Dirichlet.
     Samplers: "parallel" (blocked table and dish steps, the fast default), "sequential" (the
     exact CRF sampler of Teh et al. 2006). Both run ``split_merge_steps`` exact split-merge moves
-    of whole topics per sweep; ``resample_concentrations=True`` draws alpha and gamma too.
+    of whole topics per sweep; ``resample_concentrations=True`` draws alpha and gamma too
+    (Gamma(prior_shape, prior_rate) priors; a draw below 1e-30, outside float32's useful range,
+    is kept at 1e-30).
     Fitted: ``num_active_topics``, ``topic_sizes``, ``topic_word`` / ``doc_topic`` over the active
     topics, ``to_lda()``. See ``jaxtopics.models.hdp`` for the kernels and their equations.
     """

@@ -632,6 +632,18 @@ def _longer(a):
     return np.append(a, np.zeros(1, a.dtype))
 
 
+def _moved(a, axis, to=None):
+    """`a` with one unit moved from its first non-zero cell to the next cell along `axis` (or
+    to index `to` along it), every total over the other axes kept."""
+    a = a.copy()
+    i = np.unravel_index(np.flatnonzero(a)[0], a.shape)
+    j = list(i)
+    j[axis] = (j[axis] + 1) % a.shape[axis] if to is None else to
+    a[i] -= 1
+    a[tuple(j)] += 1
+    return a
+
+
 @pytest.mark.parametrize("name, edit, match", [
     ("SentenceLDA", lambda f: {"arrays": {"state.z": _longer(f["state.z"])}},
      "z holds 8 entries for the 6 sentences"),
@@ -644,7 +656,13 @@ def _longer(a):
      "seats some documents and leaves others unseated"),
     ("DMM", lambda f: {"arrays": {"state.doc_items": f["state.doc_items"][:, :1],
                                   "state.doc_counts": f["state.doc_counts"][:, :1]}},
-     "cluster_tokens counts disagree with the words of the seated documents"),
+     "counts disagree with the documents. words and clusters z"),
+    ("DMM", lambda f: {"arrays": {"state.word_cluster": _moved(f["state.word_cluster"], 0)}},
+     "word_cluster counts disagree with the documents' words"),
+    ("DPMM", lambda f: {"arrays": {"state.cluster_docs": _moved(f["state.cluster_docs"], 0)}},
+     "cluster_docs counts disagree"),
+    ("DMM", lambda f: {"arrays": {"state.doc_counts": _moved(f["state.doc_counts"], 0, -1)}},
+     "doc_counts has words in its padding row"),
     ("DMM", lambda f: {"meta": {"num_tokens": 1000}},
      "metadata 'num_tokens' is 1000, but the state's documents hold \\d+ tokens"),
     ("DPMM", lambda f: {"meta": {"num_tokens": 1000}}, "metadata 'num_tokens' is 1000"),

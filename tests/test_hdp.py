@@ -83,6 +83,24 @@ def test_state_is_consistent_and_read_outs_cover_the_active_topics():
     np.testing.assert_allclose(theta.sum(1), 1.0, rtol=1e-5)
 
 
+@pytest.mark.parametrize("sampler", ["parallel", "sequential"])
+def test_a_vague_concentration_prior_keeps_the_chain_finite(sampler, tmp_path):
+    """Review: with Gamma(1e-3, 1e-3) priors a sampled alpha or gamma fell below float32's range
+    (a Gamma(1e-3) variate is < 1e-38 with probability ~0.9) and was rounded to 0; a document's
+    only token then saw every table-step weight round to 0, drew an impossible table, and the
+    chain went on with negative table counts and NaN alpha (sweep 10, seed 0, both samplers)."""
+    corpus = jt.Corpus.from_token_lists([["a"], ["b"], ["a"], ["c"]])
+    m = jt.HDP(resample_concentrations=True, prior_shape=1e-3, prior_rate=1e-3,
+               sampler=sampler).fit(corpus, num_sweeps=20, seed=0, eval_every=1, progress=False)
+    assert all(np.isfinite(p.log_joint_per_token) for p in m.trace)
+    assert 0 < m.sampled_alpha < np.inf and 0 < m.sampled_gamma < np.inf
+    ref = hdp.rebuild(m.state, hdp.prepare(corpus, m.params), m.params)
+    for name, x, y in zip(m.state._fields, m.state, ref):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y), err_msg=name)
+    m.save(tmp_path / "m.jtm")
+    assert jt.load(tmp_path / "m.jtm").sampled_alpha == m.sampled_alpha
+
+
 def test_to_lda_continues_with_lda_kernels(tmp_path):
     m = _straight("parallel")
     k = int(m.num_active_topics)

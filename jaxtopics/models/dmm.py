@@ -466,8 +466,8 @@ def layout_shapes(clusters: int, num_docs: int, num_words: int) -> State:
 
 def check_state(state: State, params: Params) -> str | None:
     """What is out of range in a state read from a file (host arrays), or None: clusters z in
-    [0, K) with the dummy slot 0, the documents' words in [0, V), counts non-negative
-    (``resume`` recounts the tables from z)."""
+    [0, K) with the dummy slot 0, the documents' words in [0, V), counts non-negative, and the
+    count tables equal to their recount from z and the documents' words."""
     return check_layout(state, params.num_clusters)
 
 
@@ -485,10 +485,19 @@ def check_layout(state: State, num_clusters: int, unseated: bool = False) -> str
     if not seated.all() and seated.any():
         return ("z seats some documents and leaves others unseated (-1): only a chain before "
                 "its first sweep has unseated documents, and then all of them")
-    tokens = int(np.asarray(state.doc_counts, np.int64)[:-1][seated].sum())
-    for name in ("cluster_tokens", "word_cluster"):
-        if int(np.asarray(getattr(state, name), np.int64).sum()) != tokens:
-            return f"{name} counts disagree with the words of the seated documents (doc_counts)"
+    counts = np.asarray(state.doc_counts, np.int64)
+    if counts[-1].any():
+        return "doc_counts has words in its padding row (the last)"
+    # the three tables recounted from the seated documents' words, cell by cell
+    items, counts, zs = np.asarray(state.doc_items)[:-1][seated], counts[:-1][seated], z[seated]
+    word_cluster = np.zeros(np.shape(state.word_cluster), np.int64)
+    np.add.at(word_cluster, (items, np.broadcast_to(zs[:, None], items.shape)), counts)
+    recount = {"cluster_docs": np.bincount(zs, minlength=num_clusters),
+               "cluster_tokens": np.bincount(zs, weights=counts.sum(1), minlength=num_clusters),
+               "word_cluster": word_cluster}
+    for name, table in recount.items():
+        if not np.array_equal(np.asarray(getattr(state, name)), table):
+            return f"{name} counts disagree with the documents' words and clusters z"
     return None
 
 

@@ -377,9 +377,12 @@ def _seat_weights(cnt: Array, dish: Array, s: Array, word_rows: Array, st: State
         (st.topic[None, :] - own_k).astype(_F32) + v * beta)      # eq. 18, [C, K]
     w_tab = (cnt - own_t).astype(_F32) * jnp.take_along_axis(f, dish, 1)
     scale = st.alpha / (m_tot.astype(_F32) + st.gamma)
-    w_dish = scale[:, None] * m_x.astype(_F32) * f
-    w_new = scale * st.gamma / v
-    return jnp.concatenate([w_tab, w_dish, w_new[:, None]], axis=1), ks, c0
+    # each row divided by max(its largest table weight, scale) (the draw is scale-free): a
+    # token alone in its document with alpha ~ 1e-30 would otherwise see every weight round to 0
+    norm = jnp.maximum(jnp.max(w_tab, axis=1), scale)
+    w_dish = (scale / norm)[:, None] * m_x.astype(_F32) * f
+    w_new = (scale / norm) * st.gamma / v
+    return jnp.concatenate([w_tab / norm[:, None], w_dish, w_new[:, None]], axis=1), ks, c0
 
 
 def _seat_block(st: State, pos: Array, valid: Array, u: Array, data: Data, beta: float,
@@ -1032,11 +1035,23 @@ def _resample_concentrations(key: Array, st: State, data: Data, params: Params,
     shapes = jnp.stack([a + m - shard_sum(jnp.sum(s & has), axis_name), st.gamma + 1.0, m,
                         a + k, a + k - 1.0])
     g_alpha, g_eta1, g_eta2, g_k, g_k1 = log_gamma(ka, shapes)
-    alpha = jnp.exp(g_alpha) / rate
     rate_g = b - (g_eta1 - jnp.logaddexp(g_eta1, g_eta2))          # b - log eta
     odds = (a + k - 1.0) / (m * rate_g)
-    gamma = jnp.exp(jnp.where(jax.random.uniform(kp) >= odds / (1.0 + odds), g_k1, g_k)) / rate_g
-    return st._replace(alpha=alpha.astype(_F32), gamma=gamma.astype(_F32))
+    g_gamma = jnp.where(jax.random.uniform(kp) >= odds / (1.0 + odds), g_k1, g_k)
+    # a vague prior (shape 1e-3) makes draws below float32's range likely (Gamma(1e-3) < 1e-38
+    # with probability ~0.9): they are kept at _MIN_CONCENTRATION, not rounded to 0
+    return st._replace(alpha=_positive(g_alpha - jnp.log(rate)),
+                       gamma=_positive(g_gamma - jnp.log(rate_g)))
+
+
+#: floor of sampled concentrations: far below any that opens a table or a topic, and high
+#: enough that gamma / V in the table step stays a normal float32 for V up to 1e7
+_MIN_CONCENTRATION = 1e-30
+
+
+def _positive(log_x: Array) -> Array:
+    """exp(log_x) in float32, at least _MIN_CONCENTRATION."""
+    return jnp.maximum(jnp.exp(log_x), _MIN_CONCENTRATION).astype(_F32)
 
 
 # --------------------------------------------------------------------------------------------
