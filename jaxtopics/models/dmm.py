@@ -485,11 +485,11 @@ def check_layout(state: State, num_clusters: int, unseated: bool = False) -> str
     if not seated.all() and seated.any():
         return ("z seats some documents and leaves others unseated (-1): only a chain before "
                 "its first sweep has unseated documents, and then all of them")
-    counts = np.asarray(state.doc_counts, np.int64)
-    if counts[-1].any():
+    doc_counts = np.asarray(state.doc_counts, np.int64)
+    if doc_counts[-1].any():
         return "doc_counts has words in its padding row (the last)"
     # the three tables recounted from the seated documents' words, cell by cell
-    items, counts, zs = np.asarray(state.doc_items)[:-1][seated], counts[:-1][seated], z[seated]
+    items, counts, zs = np.asarray(state.doc_items)[:-1][seated], doc_counts[:-1][seated], z[seated]
     word_cluster = np.zeros(np.shape(state.word_cluster), np.int64)
     np.add.at(word_cluster, (items, np.broadcast_to(zs[:, None], items.shape)), counts)
     recount = {"cluster_docs": np.bincount(zs, minlength=num_clusters),

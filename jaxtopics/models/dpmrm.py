@@ -243,7 +243,8 @@ def check_params(params: Params) -> Params:
     return params
 
 
-def _require_label_sets(corpus: Corpus) -> None:
+def check_label_sets(corpus: Corpus) -> None:
+    """Raise CorpusError unless the corpus carries a label set on every document."""
     if corpus.label_offsets is None:
         has = ("has one integer label per document (gold clusters), not label sets"
                if corpus.labels is not None else "has none (labels missing)")
@@ -254,17 +255,12 @@ def _require_label_sets(corpus: Corpus) -> None:
             "'label1--label2<TAB>text' lines with Corpus.from_text_file(path, labelled=True)")
 
 
-def check_label_sets(corpus: Corpus) -> None:
-    """Raise CorpusError unless the corpus carries a label set on every document."""
-    _require_label_sets(corpus)
-
-
 def check_training_corpus(corpus: Corpus, total: Callable | None = None) -> None:
     """A corpus DP-MRM can be fitted on: label sets present and every label on some document
     (a label with no documents is almost always a mistake in ``label_names``). Held-out
     corpora only need label sets over the fitted labels. `total` sums the documents per label
     over the processes of a multi-process fit (each holds some of the documents)."""
-    _require_label_sets(corpus)
+    check_label_sets(corpus)
     per_label = np.bincount(corpus.label_ids, minlength=len(corpus.label_names))
     if total is not None:
         per_label = total(per_label)
@@ -278,7 +274,7 @@ def check_training_corpus(corpus: Corpus, total: Callable | None = None) -> None
 def prepare(corpus: Corpus, params: Params) -> Data:
     """Lay the corpus out for document sweeps: token slots, distinct words and label sets of
     every document, document blocks. Raises CorpusError when the corpus has no label sets."""
-    _require_label_sets(corpus)
+    check_label_sets(corpus)
     n, d, v = corpus.num_tokens, corpus.num_docs, corpus.num_words
     doc = corpus.doc_index.astype(np.int64)
     words = corpus.word_ids.astype(np.int64)
