@@ -16,6 +16,7 @@ import os
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 from .corpus import Corpus
@@ -37,23 +38,27 @@ def _read_corpus(args: argparse.Namespace) -> Corpus:
     fmt = args.format
     sentences = args.sentences or _registry()[args.model].needs_sentences
     if fmt == "auto":
-        fmt = {".ldac": "ldac", ".dat": "ldac", ".jsonl": "jsonl"}.get(path.suffix.lower(), "text")
+        fmt = {".ldac": "ldac", ".dat": "ldac", ".jsonl": "jsonl", ".json": "jsonl",
+               ".ndjson": "jsonl"}.get(path.suffix.lower(), "text")
     if sentences and fmt == "ldac":
         raise JaxTopicsError("--sentences needs a text input (--format text or jsonl): LDA-C "
                              "counts have no sentence boundaries")
     if args.vocab and fmt != "ldac":
         raise JaxTopicsError(f"--vocab only applies to --format ldac (got --format {fmt})")
+    if args.text_key is not None and fmt != "jsonl":
+        raise JaxTopicsError(f"--text-key only applies to --format jsonl (got --format {fmt})")
+    text_key = "text" if args.text_key is None else args.text_key
     labelled = _labelled(args, fmt)
     if args.coordinator:                  # a multi-process fit: this process's documents only
         from . import distributed
         if fmt == "ldac":
             return distributed.read_process_corpus(path, fmt, vocab=args.vocab)
-        extra = {"text_key": args.text_key} if fmt == "jsonl" else {"labelled": labelled}
+        extra = {"text_key": text_key} if fmt == "jsonl" else {"labelled": labelled}
         return distributed.read_process_corpus(path, fmt, sentences=sentences, **extra)
     if fmt == "ldac":
         return Corpus.from_ldac(path, vocab=args.vocab)
     if fmt == "jsonl":
-        return Corpus.from_jsonl(path, text_key=args.text_key, sentences=sentences)
+        return Corpus.from_jsonl(path, text_key=text_key, sentences=sentences)
     if labelled:
         return Corpus.from_text_file(path, labelled=True, sentences=sentences)
     return Corpus.from_text_file(path, sentences=sentences)
@@ -349,7 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="ldac: LDA-C counts (+ --vocab); text: one document per line; "
                           "jsonl: one JSON object per line (--text-key)")
     fit.add_argument("--vocab", help="vocabulary file for LDA-C (one word per line)")
-    fit.add_argument("--text-key", default="text")
+    fit.add_argument("--text-key", default=None, help="jsonl: the key of the text (default: text)")
     fit.add_argument("--out", "-o", required=True, help="output directory")
     fit.add_argument("--resume", action="store_true",
                      help="continue the chain saved in OUT/model.jtm for --sweeps more sweeps "
@@ -365,8 +370,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: options that may differ between the processes of a multi-process run: paths (each host may
+#: have its own copy of the input and its own --out), what only process 0 prints, and the
+#: process's own id; every other option must be the same on all (checked after they meet)
+_PER_PROCESS_ARGS = frozenset({"input", "vocab", "out", "top_words", "no_progress", "process_id"})
+
+
+def _format_warning(message, category, filename, lineno, line=None) -> str:
+    """A warning on the command line: one line naming its kind, no source location."""
+    return f"jaxtopics: warning: {category.__name__}: {message}\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    formatted = warnings.formatwarning
+    warnings.formatwarning = _format_warning
+    try:
+        return _run(args)
+    finally:
+        warnings.formatwarning = formatted
+
+
+def _run(args: argparse.Namespace) -> int:
     for stream in (sys.stdout, sys.stderr):     # a word with a lone surrogate must not crash
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
@@ -378,11 +403,18 @@ def main(argv: list[str] | None = None) -> int:
             jax.config.update("jax_num_cpu_devices", _cpu_devices(args))
         if getattr(args, "coordinator", None):
             from . import distributed
+            print(f"jaxtopics: process {args.process_id} of {args.num_processes}: joining the "
+                  f"others at {args.coordinator} ...", file=sys.stderr, flush=True)
             try:
                 distributed.initialize(args.coordinator, args.num_processes, args.process_id)
             except (RuntimeError, ValueError) as e:
                 raise JaxTopicsError(f"--coordinator {args.coordinator}: jax.distributed could "
                                      f"not start ({str(e).splitlines()[0] if str(e) else e!r})") from None
+            # before the first collective: processes started with different options would
+            # wait for each other forever or abort inside one
+            distributed.require_same_settings(
+                {"--" + k.replace("_", "-"): v for k, v in sorted(vars(args).items())
+                 if k not in _PER_PROCESS_ARGS}, where=" on the command line")
         if args.command == "fit":
             return _fit_and_report(_read_corpus(args), args, Path(args.out))
         if args.command == "demo":
@@ -397,6 +429,12 @@ def main(argv: list[str] | None = None) -> int:
     except JaxTopicsError as e:
         print(f"jaxtopics: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        ckpt = Path(args.out) / "model.jtm" if getattr(args, "checkpoint_every", None) else None
+        saved = (f"; the last checkpoint is {ckpt} (continue with --resume)"
+                 if ckpt is not None and ckpt.is_file() else "")
+        print(f"\njaxtopics: interrupted{saved}", file=sys.stderr)
+        return 130                              # 128 + SIGINT, as a shell reports it
     except BrokenPipeError:   # `jaxtopics show ... | head`: the reader left; exit quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # no error at exit flush
         return 141                              # 128 + SIGPIPE, as a shell reports it

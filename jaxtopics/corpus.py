@@ -162,6 +162,8 @@ class TextOptions(NamedTuple):
             raise ParameterError(f"lowercase must be True or False, got {lowercase!r}")
         if isinstance(min_length, bool) or not isinstance(min_length, (int, np.integer)):
             raise ParameterError(f"min_length must be an int, got {min_length!r}")
+        if min_length < 0:
+            raise ParameterError(f"min_length must be >= 0, got {min_length}")
         stops: str | tuple[str, ...] | None
         if stop_words is None:
             stops = None
@@ -229,7 +231,7 @@ class TextOptions(NamedTuple):
                     )
                 if lowercase:
                     t = t.lower()
-                if len(t) >= min_length and t not in stops:
+                if t and len(t) >= min_length and t not in stops:   # never an empty word
                     out.append(t)
             return out
 
@@ -281,8 +283,8 @@ class TextOptions(NamedTuple):
         if not isinstance(obj["lowercase"], bool):
             raise ValueError(f"lowercase must be true or false, got {obj['lowercase']!r}")
         ml = obj["min_length"]
-        if isinstance(ml, bool) or not isinstance(ml, int):
-            raise ValueError(f"min_length must be an integer, got {ml!r}")
+        if isinstance(ml, bool) or not isinstance(ml, int) or ml < 0:
+            raise ValueError(f"min_length must be an integer >= 0, got {ml!r}")
         return cls(None if tok == "default" else tok, obj["lowercase"],
                    tuple(stops) if isinstance(stops, list) else stops, ml)
 
@@ -974,6 +976,9 @@ class Corpus:
                         f"{where}, position {p}: token must be a str, got "
                         f"{type(tok).__name__} ({tok!r})"
                     )
+                if not tok or "\n" in tok or "\r" in tok:
+                    raise CorpusError(f"{where}, position {p}: token {tok!r} is empty or holds a "
+                                      "line break (a vocabulary has one word per line)")
                 i = word_to_id.get(tok)
                 if i is None:
                     if grow:

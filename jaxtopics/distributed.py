@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import zlib
 from dataclasses import dataclass, field
 from functools import partial
 from types import ModuleType
@@ -355,6 +356,32 @@ def on_every_process(fn):
         raise ParameterError(f"process(es) {failed.tolist()} could not lay out their documents "
                              "(their own error says why)")
     return result
+
+
+def require_same_settings(settings: dict[str, Any], *, where: str = "") -> None:
+    """A ParameterError on every process of a multi-process run unless all of them were given
+    the same `settings` (name -> value, compared by ``repr``; the same names on every process).
+    Processes that disagree on, e.g., the sweeps, K or the seed would otherwise wait for each
+    other forever, abort inside a collective, or save a seed that does not give their chain.
+    One small ``process_allgather`` of a CRC-32 per setting; one process: nothing to check."""
+    if jax.process_count() == 1:
+        return
+    names = sorted(settings)
+    crc = np.array([zlib.crc32(f"{n}={settings[n]!r}".encode("utf-8", "backslashreplace"))
+                    for n in names], np.uint32)
+    counts = _allgather_host(np.asarray([len(names)], np.int32))[:, 0]
+    if (counts != counts[0]).any():
+        raise ParameterError(f"the processes of this multi-process run compare {counts.tolist()} "
+                             "settings: run the same jaxtopics version on every process")
+    every = _allgather_host(crc.view(np.int32))                        # [processes, settings]
+    differ = np.flatnonzero((every != every[:1]).any(axis=0))
+    if differ.size:
+        bad = [names[i] for i in differ]
+        who = np.flatnonzero((every[:, differ] != every[:1, differ]).any(axis=1))
+        raise ParameterError(f"the processes of this multi-process run were given different "
+                             f"{', '.join(bad)}{where} (process(es) {who.tolist()} differ from "
+                             f"process 0; this one is process {jax.process_index()}): start every "
+                             "process with the same settings")
 
 
 def _allgather_host(x: np.ndarray) -> np.ndarray:

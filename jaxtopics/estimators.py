@@ -236,6 +236,10 @@ class FittedModel:
         ``jax.devices()`` when the model's kernel can be sharded, else one
         (``resolve_devices``); None runs on the default device.
         """
+        _require_same_settings(model=self.model, params=self.params, seed=self.seed,
+                               sweeps_done=self.sweeps_done, num_sweeps=num_sweeps,
+                               eval_every=eval_every, checkpoint_every=checkpoint_every,
+                               devices=devices)
         _check_same_corpus(self, corpus)
         if self._data is None and jax.process_count() == 1:
             self._data = self._module.prepare(corpus, self.params)
@@ -509,6 +513,9 @@ class _Estimator:
         """
         if not isinstance(corpus, Corpus):
             raise CorpusError(f"fit expects a jaxtopics.Corpus, got {type(corpus).__name__}")
+        _require_same_settings(model=self.name, params=self.params, num_sweeps=num_sweeps,
+                               seed=seed, eval_every=eval_every, checkpoint_every=checkpoint_every,
+                               devices=devices)
         seed = check_seed(seed)
         _check_sweeps(num_sweeps, eval_every, checkpoint_every, checkpoint_path)
         data = _on_every_process(lambda: self.module.prepare(corpus, self.params))
@@ -659,6 +666,14 @@ class DPMRM(_Estimator):
             _on_every_process(lambda: dpmrm.check_label_sets(corpus))
             dpmrm.check_training_corpus(corpus, process_sum)
         return super().fit(corpus, *args, **kwargs)
+
+
+def _require_same_settings(**settings: Any) -> None:
+    """In a multi-process run, a ParameterError on every process unless all were given the same
+    `settings` (``distributed.require_same_settings``); one process: nothing."""
+    if jax.process_count() > 1:
+        from .distributed import require_same_settings
+        require_same_settings(settings)
 
 
 def _on_every_process(fn: Any) -> Any:

@@ -9,14 +9,22 @@ import sys
 from pathlib import Path
 
 #: The suite compiles thousands of small XLA:CPU programs and runs most for a few sweeps, so compiling
-#: is most of its time. XLA:CPU's older elemental emitters compile them ~40 % faster than its
-#: fusion emitters (tests/test_estimators.py alone: 107 -> 64 s) and sweep ~5-10 % slower; the
-#: chains they give are the same. Set for the test processes (and the CLI subprocesses they
-#: start) only, and only where this XLA knows the flag (it aborts on an unknown one).
+#: is most of its time. Two settings make that cheaper for the test processes and the CLI
+#: subprocesses they start:
+#: - XLA:CPU's older elemental emitters (``--xla_cpu_use_fusion_emitters=false``): ~40 % faster
+#:   compiles (tests/test_estimators.py alone: 107 -> 64 s), sweeps ~5-10 % slower. Set only where
+#:   this XLA knows the flag (it aborts on an unknown one).
+#: - ``JAX_DISABLE_MOST_OPTIMIZATIONS=1`` (LLVM at -O0): tests/test_estimators.py 64 -> 48 s, but
+#:   sweeps ~6x slower, and float32 reductions may round differently in the last bit. So the
+#:   tests whose time is running sweeps rather than compiling them (the quality and enumeration
+#:   tests, marked `slow`) take the `optimized` fixture below, which compiles at full
+#:   optimisation again.
+#: A user's own settings of either are kept.
 _FAST_COMPILE = "--xla_cpu_use_fusion_emitters=false"
 
 
 def _with_fast_compile() -> None:
+    os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
     flags = os.environ.get("XLA_FLAGS", "")
     if "xla_cpu_use_fusion_emitters" in flags:
         return                      # set already (by the user, or by pytest-xdist's controller)
@@ -45,6 +53,30 @@ def _release_compiled_code():
     yield
     jax.clear_caches()
     gc.collect()
+
+
+@pytest.fixture
+def optimized(monkeypatch):
+    """Compile at XLA's full optimisation in this test and in the processes it starts: for the
+    tests whose time is running sweeps, not compiling them (see the top of this file). The
+    in-memory executables are dropped before and after, so that every program of the test is
+    compiled at full optimisation and no other test reuses one: the two levels can differ in
+    the last bit of a float32 reduction, and so can a chain that compares two of them (HDP's
+    split-merge acceptance)."""
+    before = jax.config.read("jax_disable_most_optimizations")
+    monkeypatch.setenv("JAX_DISABLE_MOST_OPTIMIZATIONS", "0")
+    jax.config.update("jax_disable_most_optimizations", False)
+    jax.clear_caches()
+    yield
+    jax.config.update("jax_disable_most_optimizations", before)
+    jax.clear_caches()
+
+
+def pytest_collection_modifyitems(items):
+    """Tests marked `slow` (long statistical runs: their time is sweeps) run `optimized`."""
+    for item in items:
+        if item.get_closest_marker("slow") is not None and "optimized" not in item.fixturenames:
+            item.fixturenames.append("optimized")
 
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -63,6 +63,12 @@ def test_fit_sharded_over_two_cpu_devices(tmp_path):
     r = _run("fit", "--num-topics", "2", "--sweeps", "1", "--input", str(src), "--devices", "2",
              "--sampler", "sequential", "--out", str(tmp_path / "o2"), "--no-progress")
     assert r.returncode == 2 and "parallel" in r.stderr and "Traceback" not in r.stderr
+    # review: the resume's warning showed cli.py's path and source line; now one line
+    r = _run("fit", "--sweeps", "2", "--input", str(src), "--devices", "1", "--resume",
+             "--out", str(tmp_path / "o"), "--no-progress")
+    assert r.returncode == 0, r.stderr
+    assert "jaxtopics: warning: ShardLayoutWarning: this chain ran on 2 device(s)" in r.stderr
+    assert "cli.py" not in r.stderr and "model.resume" not in r.stderr
 
 
 def test_devices_auto_is_the_default(tmp_path):
@@ -190,6 +196,7 @@ def test_fit_fresh_out_with_checkpoints_and_a_huge_seed(tmp_path):
     (["--alpha", "1e-40"], "alpha"),                        # #9
     (["--beta", "1e39"], "beta"),                           # #9
     (["--num-topics", str(2**31)], "num_topics"),           # #14
+    (["--text-key", "body"], "--text-key only applies to --format jsonl"),   # was ignored
 ])
 def test_fit_refuses_bad_options_before_fitting(tmp_path, args, needle):
     r = _run("fit", "--sweeps", "2", "--input", str(_docs(tmp_path)), "--out", str(tmp_path / "o"),
@@ -228,3 +235,45 @@ def test_devices_beyond_int32_is_one_line(tmp_path):
     r = _run("fit", "--sweeps", "1", "--input", str(_docs(tmp_path)), "--out", str(tmp_path / "o"),
              "--devices", str(2**70))
     _one_line_error(r, "--devices")
+
+
+def test_auto_reads_json_and_ndjson_files_as_json_lines(tmp_path):
+    """Review: a .json file of JSON lines was read as text, its keys becoming words."""
+    import json
+
+    lines = ["apples pears fruit juice", "cat mat sat hat"] * 5
+    for ext in ("json", "ndjson"):
+        src = tmp_path / f"docs.{ext}"
+        src.write_text("".join(json.dumps({"text": t, "id": i}) + "\n" for i, t in enumerate(lines)))
+        r = _run("fit", "--num-topics", "2", "--sweeps", "2", "--input", str(src), "--devices", "1",
+                 "--out", str(tmp_path / ext), "--no-progress")
+        assert r.returncode == 0, r.stderr
+        vocab = jt.load(tmp_path / ext / "model.jtm").vocab
+        assert set(vocab) == {w for t in lines for w in t.split()}
+
+
+def test_ctrl_c_ends_with_status_130_and_names_the_checkpoint(tmp_path):
+    """Review: Ctrl-C printed a 29-line traceback. Now one line naming the last checkpoint."""
+    import signal
+    import time
+
+    out = tmp_path / "o"
+    # Ctrl-C as in a terminal (a background job of a script may start with SIGINT ignored)
+    entry = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+             "from jaxtopics.cli import main; sys.exit(main(sys.argv[1:]))")
+    p = subprocess.Popen([sys.executable, "-c", entry, "fit", "--num-topics", "2",
+                          "--sweeps", "1000000", "--checkpoint-every", "5", "--eval-every", "5",
+                          "--input", str(_docs(tmp_path)), "--out", str(out), "--no-progress",
+                          "--devices", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (out / "model.jtm").exists() and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=60)
+    finally:
+        p.kill()
+    assert p.returncode == 130, err
+    assert "Traceback" not in err
+    assert f"jaxtopics: interrupted; the last checkpoint is {out / 'model.jtm'}" in err
+    assert jt.load(out / "model.jtm").sweeps_done % 5 == 0

@@ -586,3 +586,16 @@ def test_fingerprint_v2_adds_up_over_any_split_and_stays_sensitive():
     assert variants["sentences"].fingerprint(True, 2) != variants["sentences"].fingerprint(False, 2)
     with pytest.raises(ParameterError, match="version"):
         base.fingerprint(version=3)
+
+
+def test_empty_tokens_and_negative_min_length_are_refused():
+    """Review: '' became a word of the vocabulary (shown in top_words, saved), and
+    min_length=-1 was accepted while min_df=-1 was refused."""
+    with pytest.raises(CorpusError, match=r"document 0, position 1: token '' is empty"):
+        Corpus.from_token_lists([["a", "", "b"]])
+    with pytest.raises(CorpusError, match="line break"):
+        Corpus.from_token_lists([["a"], ["b\nc"]])
+    with pytest.raises(ParameterError, match="min_length must be >= 0, got -1"):
+        Corpus.from_texts(["a cat"], min_length=-1)
+    kept = Corpus.from_texts(["a  cat"], min_length=0, stop_words=None, tokenizer=lambda t: t.split(" "))
+    assert kept.vocab == ("a", "cat")                     # the tokenizer's '' is not a word

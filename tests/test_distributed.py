@@ -151,6 +151,7 @@ def test_four_shards_are_reproducible(corpus):
     assert not np.array_equal(np.asarray(a.z), np.asarray(c.z))
 
 
+@pytest.mark.slow
 def test_four_shards_match_exact_gibbs_on_reuters(reuters):
     """The default blocked kernel sharded over 4 devices: the mean log joint per token of 4 chains
     after 500 sweeps lies within the issue's 0.25 % of exact Gibbs (single chains scatter by

@@ -162,6 +162,7 @@ def test_low_level_init_and_recount_count_no_padding():
 CHAINS, BURN, SWEEPS = 10, 40, 40
 
 
+@pytest.mark.slow
 @needs_4_default_devices
 def test_four_devices_match_one_device_quality(tmp_path):
     """From one common state (a one-device burn-in), CHAINS chains of the one-device parallel

@@ -135,6 +135,7 @@ def test_four_devices_reproducible_and_resume_bitwise(tight_runs):
 BURN, SWEEPS, CHAINS, EVERY = 30, 30, 4, 3
 
 
+@pytest.mark.slow
 @needs_4_default_devices
 def test_four_devices_match_one_device_quality(corpus, tmp_path):
     """From one common state (a one-device burn-in), CHAINS chains of the one-device parallel

@@ -150,6 +150,7 @@ QUALITY = {   # model: (estimator, corpus, documents, burn-in sweeps, sweeps per
 CHAINS = 4
 
 
+@pytest.mark.slow
 @needs_4_default_devices
 @pytest.mark.parametrize("name", list(QUALITY))
 def test_four_devices_match_one_device_quality(name, tmp_path):

@@ -65,6 +65,7 @@ def _planted_fit():
     return model, train, test, phi, ppl
 
 
+@pytest.mark.slow
 def test_planted_label_topics_are_recovered() -> None:
     """Every planted topic is found among the topics of its own label (Hungarian matching on
     cosine similarity within each label; >= 0.9), and those topics hold >= 85 % of the tokens."""
@@ -199,6 +200,7 @@ def test_save_load_resume_with_growth_equals_uninterrupted(tmp_path) -> None:
                                       np.asarray(getattr(rebuilt, name)), err_msg=name)
 
 
+@pytest.mark.slow
 def test_capacity_4_and_512_give_the_same_statistics() -> None:
     """Chains started with 4 topic slots (grown as needed) and with 512 end with the same
     posterior statistics: number of active topics and log joint per token (means over

@@ -356,6 +356,7 @@ def test_sequential_converges_from_init() -> None:
     _assert_matches(topics, e.topic_posterior(post), outside, "topic partitions")
 
 
+@pytest.mark.slow
 def test_negative_control_without_label_mask_is_rejected() -> None:
     """DP-MRM without the r_j mask (every document may use every label's topics) is rejected
     against the posterior (it puts tokens on topics of labels their document does not carry),

@@ -282,6 +282,7 @@ def test_log_joint_matches_bruteforce() -> None:
     assert abs(e.part_post.sum() - 1) < 1e-12
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kernel", list(KERNELS))
 def test_enumeration_matches_exact_posterior(kernel: str) -> None:
     e = _crf()
@@ -305,6 +306,7 @@ def test_enumeration_matches_exact_posterior(kernel: str) -> None:
         np.testing.assert_array_equal(getattr(final, name), np.asarray(getattr(ref, name)), name)
 
 
+@pytest.mark.slow
 def test_negative_control_without_self_exclusion_is_rejected() -> None:
     """Power: the sequential kernel without the "-1" (each token left in its own table's and
     topic's counts in the table step, each table in its dish's counts in the dish step) is
@@ -317,6 +319,7 @@ def test_negative_control_without_self_exclusion_is_rejected() -> None:
     assert _pooled_chisquare_p(counts, e.part_post) < 1e-12
 
 
+@pytest.mark.slow
 def test_split_merge_leaves_posterior_invariant() -> None:
     """Chains started at the exact posterior over full CRF states (drawn from the enumeration)
     and moved by split-merge steps alone stay at it (full states and topic partitions)."""
@@ -369,6 +372,7 @@ class _BatchedHDP:
         return jnp.mean(jax.vmap(lambda s: hdp.log_joint(s, data, params))(state))
 
 
+@pytest.mark.slow
 def test_growth_from_capacity_one_reaches_the_posterior() -> None:
     """Chains started with one topic slot and one table slot per document, grown by the
     driver's overflow protocol (discard the sweep, grow, redo it with the same key), follow the

@@ -14,6 +14,7 @@ from functools import partial
 
 import jax
 import numpy as np
+import pytest
 
 from jaxtopics.models import lda
 
@@ -34,6 +35,7 @@ def _chains(keys, data, params, num_sweeps):
     return jax.vmap(one)(keys)
 
 
+@pytest.mark.slow
 def test_parallel_matches_exact_gibbs_on_reuters(reuters):
     params = lda.Params(num_topics=20, alpha=0.1, beta=0.01)          # the default kernel
     assert params.sampler == "parallel"

@@ -26,20 +26,30 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _fit(tmp: Path, reuters_dir: Path, *extra: str, processes: int = 2, devices: int = 1,
-         timeout: int = 900, source: Path | None = None, status: int = 0) -> list[str]:
-    """Run `jaxtopics fit` in `processes` processes (on `source`, default Reuters), each of
-    which must exit with `status`; returns each one's output."""
-    port = _free_port()
+def _child_env() -> dict[str, str]:
+    """The environment of the processes: they make their own CPU devices (--devices), so of
+    XLA_FLAGS they keep only the suite's compile-speed flag (tests/conftest.py)."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "JAX_PLATFORMS": "cpu"}
-    env.pop("XLA_FLAGS", None)
+    env["XLA_FLAGS"] = " ".join(f for f in env.get("XLA_FLAGS", "").split() if "fusion_emitters" in f)
+    return env
+
+
+def _fit(tmp: Path, reuters_dir: Path, *extra: str, processes: int = 2, devices: int = 1,
+         timeout: int = 900, source: Path | None = None, status: int = 0,
+         each: tuple[tuple[str, ...], ...] = ()) -> list[str]:
+    """Run `jaxtopics fit` in `processes` processes (on `source`, default Reuters), each of
+    which must exit with `status`; returns each one's output. `each[i]`: more arguments for
+    process i only."""
+    port = _free_port()
+    env = _child_env()
     source = reuters_dir / "reuters.ldac" if source is None else source
     vocab = ["--vocab", str(reuters_dir / "reuters.tokens")] if source.suffix == ".ldac" else []
     cmd = [sys.executable, "-m", "jaxtopics.cli", "fit", "--input", str(source), *vocab,
            "--out", str(tmp), "--no-progress",
            "--coordinator", f"localhost:{port}", "--num-processes", str(processes),
            "--devices", str(devices), *extra]
-    procs = [subprocess.Popen(cmd + ["--process-id", str(i)], stdout=subprocess.PIPE,
+    own = list(each) + [()] * (processes - len(each))
+    procs = [subprocess.Popen(cmd + ["--process-id", str(i), *own[i]], stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, env=env) for i in range(processes)]
     outs = []
     try:
@@ -194,3 +204,44 @@ def test_an_error_on_one_process_ends_every_process(tmp_path, reuters_dir):
                 timeout=120, status=2)
     assert "are more than the corpus's 1 document" in outs[1]
     assert "process(es) [1] could not lay out their documents" in outs[0]
+
+
+def test_processes_started_with_different_options_stop_with_one_message(tmp_path, reuters_dir):
+    """Review: processes given different --sweeps waited for each other forever, different
+    --num-topics aborted both inside a gloo collective, and different --seed saved process 0's
+    seed for a chain it does not give. Now every process names the options that differ and
+    exits with status 2, before reading the corpus."""
+    small = tmp_path / "sixty.ldac"
+    small.write_text("".join((reuters_dir / "reuters.ldac").read_text().splitlines(True)[:60]))
+    outs = _fit(tmp_path / "out", reuters_dir, "--num-topics", "3", source=small, timeout=120,
+                status=2, each=(("--sweeps", "2", "--seed", "0"), ("--sweeps", "3", "--seed", "1")))
+    for i, out in enumerate(outs):
+        assert ("were given different --seed, --sweeps on the command line (process(es) [1] "
+                f"differ from process 0; this one is process {i})") in out, out
+        assert "corpus:" not in out
+    assert not (tmp_path / "out").exists()
+
+
+def test_fit_refuses_different_settings_on_the_processes(tmp_path):
+    """The same check in the Python API: `fit` with a different num_sweeps on each process."""
+    script = tmp_path / "fit.py"
+    script.write_text(
+        "import sys, jaxtopics as jt\n"
+        "jt.distributed.initialize(sys.argv[1], 2, int(sys.argv[2]))\n"
+        "corpus = jt.Corpus.from_token_lists([['a', 'b'], ['b', 'c']] * 4)\n"
+        "try:\n"
+        "    jt.LDA(num_topics=2).fit(corpus, num_sweeps=2 + int(sys.argv[2]), devices=2)\n"
+        "except jt.errors.ParameterError as e:\n"
+        "    print('ERROR', e)\n")
+    port = _free_port()
+    env = _child_env()
+    procs = [subprocess.Popen([sys.executable, str(script), f"localhost:{port}", str(i)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for i in range(2)]
+    try:
+        outs = [p.communicate(timeout=120)[0] for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+    for out in outs:
+        assert "ERROR the processes of this multi-process run were given different num_sweeps " in out, out
