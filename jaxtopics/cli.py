@@ -203,13 +203,23 @@ def _saved_model(args: argparse.Namespace) -> str | None:
     return name if name in _registry() else None
 
 
+def _print_while_read(*args, **kwargs) -> None:
+    """``print`` and flush; once the reader of stdout has gone (``jaxtopics fit ... | head``),
+    the rest of the output goes to /dev/null, so the fit still finishes and writes --out."""
+    try:
+        builtins.print(*args, **kwargs)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
 def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) -> int:
     import jax
 
     from .io import atomic_write_bytes
 
     lead = jax.process_index() == 0            # a multi-process run prints and writes on process 0
-    print = builtins.print if lead else (lambda *a, **k: None)   # noqa: A001
+    print = _print_while_read if lead else (lambda *a, **k: None)   # noqa: A001
     resuming = getattr(args, "resume", False)
     devices = args.devices if args.devices is not None or resuming else "auto"
     if jax.process_count() > 1:               # shards = every process's devices

@@ -277,3 +277,24 @@ def test_ctrl_c_ends_with_status_130_and_names_the_checkpoint(tmp_path):
     assert "Traceback" not in err
     assert f"jaxtopics: interrupted; the last checkpoint is {out / 'model.jtm'}" in err
     assert jt.load(out / "model.jtm").sweeps_done % 5 == 0
+
+
+def test_fit_into_a_pipe_that_closes_early_still_writes_out(tmp_path):
+    """Review: `jaxtopics fit ... | head -c 10` ended the fit with status 141 and wrote nothing;
+    the reader leaving now only silences the rest of the output."""
+    out = tmp_path / "o"
+    p = subprocess.Popen([sys.executable, "-m", "jaxtopics.cli", "fit", "--num-topics", "2",
+                          "--sweeps", "20", "--input", str(_docs(tmp_path)), "--out", str(out),
+                          "--no-progress", "--devices", "1"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert p.stdout.read(10) == b"corpus: 10"          # the first line, before the fit
+        p.stdout.close()                                    # the trace then meets a closed pipe
+        err = p.stderr.read().decode()
+        p.wait(timeout=300)
+    finally:
+        p.kill()
+    assert p.returncode == 0, err
+    assert "Traceback" not in err
+    assert jt.load(out / "model.jtm").sweeps_done == 20
+    assert (out / "topics.txt").exists() and (out / "trace.csv").exists()
