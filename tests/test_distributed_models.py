@@ -150,7 +150,6 @@ QUALITY = {   # model: (estimator, corpus, documents, burn-in sweeps, sweeps per
 CHAINS = 4
 
 
-@pytest.mark.slow
 @needs_4_default_devices
 @pytest.mark.parametrize("name", list(QUALITY))
 def test_four_devices_match_one_device_quality(name, tmp_path):

@@ -200,7 +200,6 @@ def test_save_load_resume_with_growth_equals_uninterrupted(tmp_path) -> None:
                                       np.asarray(getattr(rebuilt, name)), err_msg=name)
 
 
-@pytest.mark.slow
 def test_capacity_4_and_512_give_the_same_statistics() -> None:
     """Chains started with 4 topic slots (grown as needed) and with 512 end with the same
     posterior statistics: number of active topics and log joint per token (means over

@@ -282,8 +282,8 @@ def test_log_joint_matches_bruteforce() -> None:
     assert abs(e.part_post.sum() - 1) < 1e-12
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("kernel", list(KERNELS))
+@pytest.mark.parametrize("kernel", [  # the parallel chains' time is sweeps (slow: compiled optimised)
+    pytest.param(k, marks=pytest.mark.slow) if k.startswith("parallel") else k for k in KERNELS])
 def test_enumeration_matches_exact_posterior(kernel: str) -> None:
     e = _crf()
     final, params, data = _final(kernel)
@@ -372,7 +372,6 @@ class _BatchedHDP:
         return jnp.mean(jax.vmap(lambda s: hdp.log_joint(s, data, params))(state))
 
 
-@pytest.mark.slow
 def test_growth_from_capacity_one_reaches_the_posterior() -> None:
     """Chains started with one topic slot and one table slot per document, grown by the
     driver's overflow protocol (discard the sweep, grow, redo it with the same key), follow the
