@@ -35,11 +35,8 @@ def _registry() -> dict:
 
 def _read_corpus(args: argparse.Namespace) -> Corpus:
     path = Path(args.input)
-    fmt = args.format
+    fmt = _input_format(args)
     sentences = args.sentences or _registry()[args.model].needs_sentences
-    if fmt == "auto":
-        fmt = {".ldac": "ldac", ".dat": "ldac", ".jsonl": "jsonl", ".json": "jsonl",
-               ".ndjson": "jsonl"}.get(path.suffix.lower(), "text")
     if sentences and fmt == "ldac":
         raise JaxTopicsError("--sentences needs a text input (--format text or jsonl): LDA-C "
                              "counts have no sentence boundaries")
@@ -62,6 +59,31 @@ def _read_corpus(args: argparse.Namespace) -> Corpus:
     if labelled:
         return Corpus.from_text_file(path, labelled=True, sentences=sentences)
     return Corpus.from_text_file(path, sentences=sentences)
+
+
+def _input_format(args: argparse.Namespace) -> str:
+    """--format, with auto resolved from the input's extension."""
+    if args.format != "auto":
+        return args.format
+    return {".ldac": "ldac", ".dat": "ldac", ".jsonl": "jsonl", ".json": "jsonl",
+            ".ndjson": "jsonl"}.get(Path(args.input).suffix.lower(), "text")
+
+
+def _same_settings(args: argparse.Namespace) -> dict:
+    """The options every process of a multi-process run must share, as what they resolve to
+    (an omitted option and its default written out are the same setting)."""
+    settings = {"--" + k.replace("_", "-"): v for k, v in vars(args).items()
+                if k not in _PER_PROCESS_ARGS}
+    settings["--seed"] = 0 if args.seed is None else args.seed
+    if args.command == "fit":
+        settings["--format"] = _input_format(args)
+        settings["--text-key"] = "text" if args.text_key is None else args.text_key
+    if not getattr(args, "resume", False):     # a resumed chain brings its own parameters
+        params = _estimator(args).params
+        for opt in _all_options():
+            if opt.arg in params._fields:
+                settings[opt.flag] = getattr(params, opt.arg)
+    return settings
 
 
 def _labelled(args: argparse.Namespace, fmt: str) -> bool:
@@ -227,20 +249,27 @@ def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) 
     print(f"corpus: {corpus.num_docs} documents, {corpus.num_tokens} tokens, "
           f"{corpus.num_words} distinct words" + (f" (process 0 of {jax.process_count()})"
                                                    if jax.process_count() > 1 else ""))
-    if resuming:
-        from .estimators import load
-        if out is None or not (out / "model.jtm").is_file():
-            raise JaxTopicsError(f"--resume: there is no {out / 'model.jtm' if out else 'model file'} "
-                                 "to continue")
-        model = load(out / "model.jtm")
-        if model.model != args.model:
-            raise JaxTopicsError(f"--resume: {out / 'model.jtm'} holds a {model.model!r} model, "
-                                 f"not --model {args.model}")
-        est = model
-    else:
-        est = _estimator(args)
-    if out is not None:
-        _prepare_out(out)
+
+    def local_setup():
+        """What each process does on its own (no collectives), before the fit."""
+        if resuming:
+            from .estimators import load
+            if out is None or not (out / "model.jtm").is_file():
+                raise JaxTopicsError(f"--resume: there is no "
+                                     f"{out / 'model.jtm' if out else 'model file'} to continue")
+            found = load(out / "model.jtm")
+            if found.model != args.model:
+                raise JaxTopicsError(f"--resume: {out / 'model.jtm'} holds a {found.model!r} "
+                                     f"model, not --model {args.model}")
+        else:
+            found = _estimator(args)
+        if out is not None:
+            _prepare_out(out)
+        return found
+
+    from .distributed import on_every_process
+    est = on_every_process(local_setup, "load the model or make --out")   # none left waiting
+    model = est
     from .estimators import MODELS, resolve_devices
     shown = getattr(est, "shards", None) if devices is None else devices   # resume: saved layout
     shards = resolve_devices(MODELS[args.model].module, est.params, corpus, shown)
@@ -383,7 +412,8 @@ def build_parser() -> argparse.ArgumentParser:
 #: options that may differ between the processes of a multi-process run: paths (each host may
 #: have its own copy of the input and its own --out), what only process 0 prints, and the
 #: process's own id; every other option must be the same on all (checked after they meet)
-_PER_PROCESS_ARGS = frozenset({"input", "vocab", "out", "top_words", "no_progress", "process_id"})
+_PER_PROCESS_ARGS = frozenset({"input", "vocab", "out", "top_words", "no_progress", "process_id",
+                               "devices"})   # --devices: the devices per process are compared
 
 
 def _format_warning(message, category, filename, lineno, line=None) -> str:
@@ -396,9 +426,20 @@ def main(argv: list[str] | None = None) -> int:
     formatted = warnings.formatwarning
     warnings.formatwarning = _format_warning
     try:
-        return _run(args)
+        status = _run(args)
     finally:
         warnings.formatwarning = formatted
+    if status != 0 and getattr(args, "coordinator", None):
+        # A process of a multi-process run that stops early leaves at once: a normal exit
+        # would wait in jax.distributed's shutdown barrier for processes that may themselves
+        # be waiting for it in a collective (JAX's heartbeat then ends those).
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except OSError:
+                pass
+        os._exit(status)
+    return status
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -422,9 +463,10 @@ def _run(args: argparse.Namespace) -> int:
                                      f"not start ({str(e).splitlines()[0] if str(e) else e!r})") from None
             # before the first collective: processes started with different options would
             # wait for each other forever or abort inside one
-            distributed.require_same_settings(
-                {"--" + k.replace("_", "-"): v for k, v in sorted(vars(args).items())
-                 if k not in _PER_PROCESS_ARGS}, where=" on the command line")
+            distributed.require_same_local_devices()
+            settings = distributed.on_every_process(lambda: _same_settings(args),
+                                                    "resolve their options")
+            distributed.require_same_settings(settings, where=" on the command line")
         if args.command == "fit":
             return _fit_and_report(_read_corpus(args), args, Path(args.out))
         if args.command == "demo":

@@ -161,24 +161,31 @@ def read_process_corpus(path, fmt: str = "ldac", vocab=None, *, labelled: bool =
     `label_key` (jsonl: one label per document, as ``Corpus.from_jsonl``). One process: the
     whole file."""
     from . import io as _io
-    from .corpus import _encode_labels, _label_sets_csr
 
     processes, me = jax.process_count(), jax.process_index()
     if fmt == "ldac":
         if labelled or label_key is not None:
             raise ParameterError("LDA-C files carry no labels (labelled / label_key need "
                                  "fmt 'text' / 'jsonl')")
-        doc_tokens = _io.ldac_doc_tokens(path)
-        _check_enough_docs(doc_tokens.shape[0], processes, path)
-        bounds = balanced_ranges(doc_tokens, processes)
-        word_ids, offsets = _io.read_ldac(path, documents=(bounds[me], bounds[me + 1]))
-        if vocab is None:
-            top = int(word_ids.max()) + 1 if word_ids.size else 0
-            size = int(_allgather_host(np.asarray([top])).max())
-            vocab = tuple(str(i) for i in range(size))
-        elif not isinstance(vocab, (list, tuple)):
-            vocab = _io.read_vocab(vocab)
-        return Corpus.from_arrays(word_ids=word_ids, doc_offsets=offsets, vocab=tuple(vocab))
+
+        def read_ldac():
+            doc_tokens = _io.ldac_doc_tokens(path)
+            _check_enough_docs(doc_tokens.shape[0], processes, path)
+            bounds = balanced_ranges(doc_tokens, processes)
+            word_ids, offsets = _io.read_ldac(path, documents=(bounds[me], bounds[me + 1]))
+            if vocab is None:
+                return word_ids, offsets
+            words = tuple(vocab) if isinstance(vocab, (list, tuple)) else _io.read_vocab(vocab)
+            return Corpus.from_arrays(word_ids=word_ids, doc_offsets=offsets, vocab=words)
+
+        read = on_every_process(read_ldac, "read their documents")
+        if isinstance(read, Corpus):
+            return read
+        word_ids, offsets = read
+        top = int(word_ids.max()) + 1 if word_ids.size else 0
+        size = int(_allgather_host(np.asarray([top])).max())
+        return Corpus.from_arrays(word_ids=word_ids, doc_offsets=offsets,
+                                  vocab=tuple(str(i) for i in range(size)))
     if fmt not in ("text", "jsonl"):
         raise ParameterError(f"fmt must be 'ldac', 'text' or 'jsonl', got {fmt!r}")
     if (labelled and fmt != "text") or (label_key is not None and fmt != "jsonl"):
@@ -188,6 +195,19 @@ def read_process_corpus(path, fmt: str = "ldac", vocab=None, *, labelled: bool =
         if name in text_kwargs:
             raise ParameterError(f"{name}= cannot be split over processes: give the labels in "
                                  "the file (labelled / label_key)")
+    local = on_every_process(lambda: _read_local_texts(path, fmt, labelled, label_key, text_kwargs),
+                             "read their documents")
+    return local if processes == 1 else _merge_vocab(local)
+
+
+def _read_local_texts(path, fmt: str, labelled: bool, label_key: str | None,
+                      text_kwargs: dict) -> Corpus:
+    """This process's documents of a text / jsonl file, before the vocabulary merge."""
+    from . import io as _io
+    from .corpus import _encode_labels, _label_sets_csr
+
+    processes, me = jax.process_count(), jax.process_index()
+    text_kwargs = dict(text_kwargs)
     if fmt == "text" and labelled:
         labels, texts = _io.read_labelled_text_lines(path)
         # every process reads every line, so the label names (ids) are the whole file's
@@ -206,9 +226,8 @@ def read_process_corpus(path, fmt: str = "ldac", vocab=None, *, labelled: bool =
     _check_enough_docs(len(texts), processes, path)
     bounds = balanced_ranges(np.asarray([len(t) + 1 for t in texts]), processes)
     mine = slice(bounds[me], bounds[me + 1])
-    local = Corpus.from_texts(texts[mine], labels=None if labels is None else labels[mine],
-                              **text_kwargs)
-    return local if processes == 1 else _merge_vocab(local)
+    return Corpus.from_texts(texts[mine], labels=None if labels is None else labels[mine],
+                             **text_kwargs)
 
 
 def _check_enough_docs(num_docs: int, processes: int, path) -> None:
@@ -337,9 +356,10 @@ def prepare(corpus: Corpus, params: Any, num_shards: int,
     return ShardedData(data=data, sizes=sizes, module=module, shapes=shapes)
 
 
-def on_every_process(fn):
-    """``fn()``, where a JaxTopicsError on any process of a multi-process run is raised on every
-    process (the others would otherwise wait in the next collective for the one that left).
+def on_every_process(fn, what: str = "lay out their documents"):
+    """``fn()``, where a JaxTopicsError or OSError on any process of a multi-process run ends
+    every process (the others would otherwise wait in the next collective for the one that left);
+    the others' error says the failed processes could not `what`.
     `fn` must not itself use collectives: a process that fails before them would leave the
     others waiting there."""
     if jax.process_count() == 1:
@@ -347,14 +367,14 @@ def on_every_process(fn):
     error = None
     try:
         result = fn()
-    except JaxTopicsError as e:
+    except (JaxTopicsError, OSError) as e:          # OSError: e.g. a file missing on this host
         result, error = None, e
     failed = np.flatnonzero(_allgather_host(np.array([error is not None], np.int32))[:, 0])
     if error is not None:
         raise error
     if failed.size:
-        raise ParameterError(f"process(es) {failed.tolist()} could not lay out their documents "
-                             "(their own error says why)")
+        raise ParameterError(f"process(es) {failed.tolist()} could not {what} (their own error "
+                             "says why)")
     return result
 
 
@@ -366,6 +386,7 @@ def require_same_settings(settings: dict[str, Any], *, where: str = "") -> None:
     One small ``process_allgather`` of a CRC-32 per setting; one process: nothing to check."""
     if jax.process_count() == 1:
         return
+    require_same_local_devices()
     names = sorted(settings)
     crc = np.array([zlib.crc32(f"{n}={settings[n]!r}".encode("utf-8", "backslashreplace"))
                     for n in names], np.uint32)
@@ -382,6 +403,16 @@ def require_same_settings(settings: dict[str, Any], *, where: str = "") -> None:
                              f"{', '.join(bad)}{where} (process(es) {who.tolist()} differ from "
                              f"process 0; this one is process {jax.process_index()}): start every "
                              "process with the same settings")
+
+
+def require_same_local_devices() -> None:
+    """A ParameterError on every process unless each process of the run has as many devices as
+    the others (every process sees every device, so this needs no collective; the collectives
+    of a run with uneven processes would fail inside)."""
+    per = np.bincount([d.process_index for d in jax.devices()], minlength=jax.process_count())
+    if (per != per[0]).any():
+        raise ParameterError(f"the processes of this multi-process run have {per.tolist()} devices: "
+                             "give every process the same number (--devices)")
 
 
 def _allgather_host(x: np.ndarray) -> np.ndarray:

@@ -236,7 +236,7 @@ class FittedModel:
         ``jax.devices()`` when the model's kernel can be sharded, else one
         (``resolve_devices``); None runs on the default device.
         """
-        _require_same_settings(model=self.model, params=self.params, seed=self.seed,
+        _require_same_settings(**self.params._asdict(), model=self.model, seed=self.seed,
                                sweeps_done=self.sweeps_done, num_sweeps=num_sweeps,
                                eval_every=eval_every, checkpoint_every=checkpoint_every,
                                devices=devices)
@@ -513,7 +513,7 @@ class _Estimator:
         """
         if not isinstance(corpus, Corpus):
             raise CorpusError(f"fit expects a jaxtopics.Corpus, got {type(corpus).__name__}")
-        _require_same_settings(model=self.name, params=self.params, num_sweeps=num_sweeps,
+        _require_same_settings(**self.params._asdict(), model=self.name, num_sweeps=num_sweeps,
                                seed=seed, eval_every=eval_every, checkpoint_every=checkpoint_every,
                                devices=devices)
         seed = check_seed(seed)

@@ -245,3 +245,33 @@ def test_fit_refuses_different_settings_on_the_processes(tmp_path):
             p.kill()
     for out in outs:
         assert "ERROR the processes of this multi-process run were given different num_sweeps " in out, out
+
+
+def test_options_written_differently_but_equal_are_the_same_settings(tmp_path, reuters_dir):
+    """Review: --alpha 0.1 / --sampler parallel / --seed 0 written out on one process only (the
+    defaults the other resolves to) were refused as different settings."""
+    small = tmp_path / "sixty.ldac"
+    small.write_text("".join((reuters_dir / "reuters.ldac").read_text().splitlines(True)[:60]))
+    outs = _fit(tmp_path / "out", reuters_dir, "--num-topics", "3", "--sweeps", "2", source=small,
+                timeout=120, each=((), ("--alpha", "0.10", "--sampler", "parallel", "--seed", "0",
+                                        "--format", "ldac", "--sweeps", "02")))
+    assert "wrote" in outs[0]
+
+
+@pytest.mark.parametrize("each, own, others", [
+    # process 1's input does not exist on its host: it could not read its documents
+    (((), ("--vocab", "/nonexistent/vocab.txt")), "/nonexistent/vocab.txt",
+     "process(es) [1] could not read their documents"),
+    # process 1 split into 2 CPU devices, process 0 into 1: uneven processes
+    ((("--devices", "1"), ("--devices", "2")), "have [1, 2] devices", "have [1, 2] devices"),
+])
+def test_a_process_that_cannot_go_on_ends_every_process(tmp_path, reuters_dir, each, own, others):
+    """Review: a bad path on one process (the paths may differ per host) left both processes
+    waiting until killed, and uneven --devices crashed inside the settings check's gather. Now
+    every process exits with status 2 and one line, promptly."""
+    small = tmp_path / "sixty.ldac"
+    small.write_text("".join((reuters_dir / "reuters.ldac").read_text().splitlines(True)[:60]))
+    outs = _fit(tmp_path / "out", reuters_dir, "--num-topics", "3", "--sweeps", "2", source=small,
+                timeout=120, status=2, each=each)
+    assert own in outs[1] and others in outs[0], outs
+    assert all("Traceback" not in out for out in outs)
