@@ -463,7 +463,6 @@ def _run(args: argparse.Namespace) -> int:
                                      f"not start ({str(e).splitlines()[0] if str(e) else e!r})") from None
             # before the first collective: processes started with different options would
             # wait for each other forever or abort inside one
-            distributed.require_same_local_devices()
             settings = distributed.on_every_process(lambda: _same_settings(args),
                                                     "resolve their options")
             distributed.require_same_settings(settings, where=" on the command line")

@@ -386,7 +386,6 @@ def require_same_settings(settings: dict[str, Any], *, where: str = "") -> None:
     One small ``process_allgather`` of a CRC-32 per setting; one process: nothing to check."""
     if jax.process_count() == 1:
         return
-    require_same_local_devices()
     names = sorted(settings)
     crc = np.array([zlib.crc32(f"{n}={settings[n]!r}".encode("utf-8", "backslashreplace"))
                     for n in names], np.uint32)
@@ -416,9 +415,11 @@ def require_same_local_devices() -> None:
 
 
 def _allgather_host(x: np.ndarray) -> np.ndarray:
-    """[processes, ...]: `x` of every process (same shape on all), on the host; one process: x[None]."""
+    """[processes, ...]: `x` of every process (same shape on all), on the host; one process: x[None].
+    Processes with different numbers of devices are refused first (the gather would fail inside)."""
     if jax.process_count() == 1:
         return np.asarray(x)[None]
+    require_same_local_devices()
     from jax.experimental import multihost_utils
     return np.asarray(multihost_utils.process_allgather(np.asarray(x)))
 

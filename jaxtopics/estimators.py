@@ -677,7 +677,7 @@ def _require_same_settings(**settings: Any) -> None:
 
 
 def _on_every_process(fn: Any) -> Any:
-    """``fn()``; in a multi-process run a JaxTopicsError on any process is raised on every
+    """``fn()``; in a multi-process run a JaxTopicsError or OSError on any process ends every
     process (``distributed.on_every_process``), so none waits for one that stopped."""
     from .distributed import on_every_process
     return on_every_process(fn)
