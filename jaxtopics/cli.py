@@ -316,9 +316,12 @@ def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) 
     return 0
 
 
-def _add_model_args(p: argparse.ArgumentParser, *, sweeps: int) -> None:
+def _add_model_args(p: argparse.ArgumentParser, *, sweeps: int, fit: bool) -> None:
+    """The options of a fit; `fit`: the ``fit`` command's (a file input: --resume and several
+    processes), else the demo's (the embedded corpus, one process)."""
     p.add_argument("--model", choices=sorted(_registry()), default=None,
-                   help="default: lda; with --resume, the model saved in --out")
+                   help="default: lda; with --resume, the model saved in --out" if fit
+                   else "default: lda")
     for opt in _all_options():
         p.add_argument(opt.flag, dest=opt.arg, type=opt.type, default=None, help=opt.help)
     p.add_argument("--sentences", action="store_true",
@@ -333,17 +336,23 @@ def _add_model_args(p: argparse.ArgumentParser, *, sweeps: int) -> None:
     p.add_argument("--checkpoint-every", type=int, default=None,
                    help="save OUT/model.jtm every this many sweeps (resumable)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    if fit:
+        _add_process_args(p)
+    p.add_argument("--devices", type=_devices_arg, default=None,
+                   help="shard the documents over this many devices (the parallel sampler of "
+                        "every model); on a CPU the process is split into "
+                        "this many XLA CPU devices. auto (default): every GPU, or one XLA "
+                        "device per CPU core, when the model's kernel can be sharded; else one"
+                        + (". --resume continues on the saved run's devices unless told otherwise"
+                           if fit else ""))
+
+
+def _add_process_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--coordinator", default=None, metavar="HOST:PORT",
                    help="multi-process fit: address of process 0 (jax.distributed.initialize); "
                         "each process reads its own documents, process 0 writes the outputs")
     p.add_argument("--num-processes", type=int, default=None, help="multi-process fit: processes")
     p.add_argument("--process-id", type=int, default=None, help="multi-process fit: this process")
-    p.add_argument("--devices", type=_devices_arg, default=None,
-                   help="shard the documents over this many devices (the parallel sampler of "
-                        "every model); on a CPU the process is split into "
-                        "this many XLA CPU devices. auto (default): every GPU, or one XLA "
-                        "device per CPU core, when the model's kernel can be sharded; else one. "
-                        "--resume continues on the saved run's devices unless told otherwise")
 
 
 def _devices_arg(text: str) -> int | str:
@@ -398,11 +407,11 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--resume", action="store_true",
                      help="continue the chain saved in OUT/model.jtm for --sweeps more sweeps "
                           "(same corpus; the same process x device layout as the saved run)")
-    _add_model_args(fit, sweeps=500)
+    _add_model_args(fit, sweeps=500, fit=True)
     demo = sub.add_parser("demo", help="fit LDA on the embedded Python-docs corpus (no download)")
     demo.add_argument("--out", "-o", default=None, help="optional output directory")
     demo.add_argument("--max-docs", type=int, default=None, help="use only this many documents")
-    _add_model_args(demo, sweeps=300)
+    _add_model_args(demo, sweeps=300, fit=False)
     show = sub.add_parser("show", help="print the summary of a saved model")
     show.add_argument("path")
     show.add_argument("--top-words", type=int, default=10)
@@ -442,6 +451,17 @@ def main(argv: list[str] | None = None) -> int:
     return status
 
 
+def _native_stdout_to_stderr() -> None:
+    """Keep stdout for the report: the collectives' native library (gloo) prints a line to the
+    process's stdout for every group of processes it connects; from here on those lines go to
+    stderr, and Python's ``print`` to the original stdout."""
+    sys.stdout.flush()
+    report = os.dup(sys.stdout.fileno())
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.stdout = open(report, "w", encoding=sys.stdout.encoding, errors="backslashreplace",
+                      buffering=1 if os.isatty(report) else -1)
+
+
 def _run(args: argparse.Namespace) -> int:
     for stream in (sys.stdout, sys.stderr):     # a word with a lone surrogate must not crash
         if hasattr(stream, "reconfigure"):
@@ -454,6 +474,7 @@ def _run(args: argparse.Namespace) -> int:
             jax.config.update("jax_num_cpu_devices", _cpu_devices(args))
         if getattr(args, "coordinator", None):
             from . import distributed
+            _native_stdout_to_stderr()
             print(f"jaxtopics: process {args.process_id} of {args.num_processes}: joining the "
                   f"others at {args.coordinator} ...", file=sys.stderr, flush=True)
             try:

@@ -261,7 +261,8 @@ class FittedModel:
         devices = resolve_devices(self._module, self.params, corpus,
                                   self.shards if devices is None else devices)
         if (devices or 1) != (self.shards or 1) and self.sweeps_done > 0:
-            same = f"pass devices={self.shards or 1} to continue the same chain"
+            same = (f"pass devices={self.shards or 1} (on the command line: --devices "
+                    f"{self.shards or 1}) to continue the same chain")
             if jax.process_count() > 1:        # the CLI's --devices counts one process's devices
                 per = (self.shards or 1) / jax.process_count()
                 same = (f"pass devices={self.shards or 1}, the total over all processes, to "
@@ -412,6 +413,8 @@ def load(path: str | os.PathLike) -> FittedModel:
             raise FormatError("metadata 'label_names' must be a list of strings", path=str(path))
         if len(set(names)) != len(names):
             raise FormatError("metadata 'label_names' repeats a label", path=str(path))
+        if not all(names):
+            raise FormatError("metadata 'label_names' holds an empty label", path=str(path))
     elif getattr(MODELS[name], "needs_labels", False):
         raise FormatError(f"a {name} model file needs metadata 'label_names'", path=str(path))
     state = _state_from_arrays(module, params, arrays, path, num_tokens=num_tokens,
@@ -943,6 +946,10 @@ def _vocab_from_arrays(arrays: dict, path: Any) -> tuple[str, ...]:
                           path=str(path))
     if not vocab:
         raise FormatError("the vocabulary is empty", path=str(path))
+    for i, w in enumerate(vocab):           # what no corpus can hold (Corpus.from_token_lists)
+        if not w or "\n" in w or "\r" in w:
+            raise FormatError(f"vocabulary word {i} ({w!r}) is empty or holds a line break",
+                              path=str(path))
     if len(set(vocab)) != len(vocab):
         seen: dict[str, int] = {}
         for i, w in enumerate(vocab):

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import gc
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 #: The suite compiles thousands of small XLA:CPU programs and runs most for a few sweeps, so compiling
@@ -19,8 +21,15 @@ from pathlib import Path
 #:   tests whose time is running sweeps rather than compiling them (the quality and enumeration
 #:   tests, marked `slow`) take the `optimized` fixture below, which compiles at full
 #:   optimisation again.
-#: A user's own settings of either are kept.
+#: - A persistent compilation cache shared by the whole run: the pytest-xdist workers and every
+#:   CLI or multi-process child a test starts compile many of the same programs (and each module
+#:   drops its in-memory executables, below), so a program compiled once is read back from disk
+#:   after. XLA's options and flags are part of the cache key, so the two optimisation levels
+#:   never share an entry. The directory is a fresh temporary one, removed when the run ends.
+#: A user's own settings of any of these are kept.
 _FAST_COMPILE = "--xla_cpu_use_fusion_emitters=false"
+_CACHE_ENV = "JAX_COMPILATION_CACHE_DIR"
+_OWN_CACHE = "JAXTOPICS_TEST_OWN_CACHE"   # set where this run made the directory (to remove it)
 
 
 def _with_fast_compile() -> None:
@@ -36,6 +45,17 @@ def _with_fast_compile() -> None:
 
 
 _with_fast_compile()
+
+
+def _with_compilation_cache() -> None:
+    if os.environ.get(_CACHE_ENV):
+        return                      # the user's, or the one pytest-xdist's controller made
+    os.environ[_CACHE_ENV] = os.environ[_OWN_CACHE] = tempfile.mkdtemp(prefix="jaxtopics-xla-")
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
+
+
+_with_compilation_cache()
 
 import jax  # noqa: E402  (after XLA_FLAGS is final)
 import pytest  # noqa: E402
@@ -97,3 +117,11 @@ def small_corpus():
     from jaxtopics.datasets import synthetic_lda
 
     return synthetic_lda(num_docs=60, num_words=80, num_topics=4, mean_doc_length=30, seed=1).corpus
+
+
+def pytest_unconfigure(config):
+    """The run's own compilation cache goes when the run ends (in the process that made it:
+    pytest-xdist's controller, or the one process of a run without workers)."""
+    own = os.environ.get(_OWN_CACHE)
+    if own and not os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get(_CACHE_ENV) == own:
+        shutil.rmtree(own, ignore_errors=True)

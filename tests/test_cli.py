@@ -121,6 +121,18 @@ def test_demo_runs_on_the_embedded_corpus(tmp_path):
     assert (tmp_path / "demo" / "model.jtm").exists()
 
 
+def test_demo_offers_only_what_it_can_do():
+    """The demo fits the embedded corpus in one process: no --resume and no multi-process flags
+    in its help, and such a flag is refused."""
+    from jaxtopics.cli import build_parser
+    sub = build_parser()._subparsers._group_actions[0].choices
+    demo_help, fit_help = sub["demo"].format_help(), sub["fit"].format_help()
+    for flag in ("--resume", "--coordinator", "--num-processes", "--process-id"):
+        assert flag not in demo_help and flag in fit_help
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["demo", "--coordinator", "localhost:1234"])
+
+
 # -- issue #9 ---------------------------------------------------------------------------------
 
 def _docs(tmp_path):

@@ -241,8 +241,9 @@ def test_the_device_count_is_part_of_the_saved_chain(corpus, tmp_path):
         warnings.simplefilter("error")              # the same layout: no warning
         resumed = loaded.resume(corpus, 3, progress=False)
     np.testing.assert_array_equal(straight.assignments, resumed.assignments)
-    with pytest.warns(jt.ShardLayoutWarning, match="ran on 2 device"):
+    with pytest.warns(jt.ShardLayoutWarning, match="ran on 2 device") as caught:
         part.resume(corpus, 1, progress=False, devices=1)
+    assert "pass devices=2 (on the command line: --devices 2)" in str(caught[0].message)
     assert part.shards is None
     hdp = jt.HDP().fit(jt.Corpus.from_token_lists([["a", "b"], ["b", "c"]] * 3), num_sweeps=1,
                        progress=False, devices=1)           # one device: any model

@@ -632,6 +632,14 @@ def _longer(a):
     return np.append(a, np.zeros(1, a.dtype))
 
 
+def _vocab_edited(arrays, i, word):
+    """The vocabulary arrays of a model file with word `i` replaced by `word`."""
+    from jaxtopics.io import decode_strings, encode_strings
+    vocab = list(decode_strings(arrays["vocab.utf8"], arrays["vocab.offsets"]))
+    vocab[i] = word
+    return dict(zip(("vocab.utf8", "vocab.offsets"), encode_strings(vocab)))
+
+
 def _moved(a, axis, to=None):
     """`a` with one unit moved from its first non-zero cell to the next cell along `axis` (or
     to index `to` along it), every total over the other axes kept."""
@@ -652,6 +660,9 @@ def _moved(a, axis, to=None):
     ("DPMRM", lambda f: {"meta": {"label_names": ["x"]}}, "state.label_tables"),
     ("DPMRM", lambda f: {"meta": {"label_names": ["x", "x"]}}, "'label_names' repeats a label"),
     ("DPMRM", lambda f: {"meta": {"label_names": None}}, "needs metadata 'label_names'"),
+    ("DPMRM", lambda f: {"meta": {"label_names": ["x", ""]}}, "'label_names' holds an empty label"),
+    ("LDA", lambda f: {"arrays": _vocab_edited(f, 1, "")}, "vocabulary word 1 \\(''\\) is empty"),
+    ("LDA", lambda f: {"arrays": _vocab_edited(f, 0, "a\nb")}, "word 0 .* holds a line break"),
     ("DPMM", lambda f: {"arrays": {"state.z": np.concatenate([[-1], f["state.z"][1:]]).astype(np.int32)}},
      "seats some documents and leaves others unseated"),
     ("DMM", lambda f: {"arrays": {"state.doc_items": f["state.doc_items"][:, :1],
@@ -673,7 +684,7 @@ def test_edits_the_shape_checks_let_through_are_refused_at_load(tmp_path, name, 
     """Review: each of these edits of a file without checksum loaded into a wrong model (a
     sentence topic too many, a label table for 4 labels with 3 label names, a DPMM document
     unseated among seated ones, DMM documents that lost words, a DMM or DPMM file's token count,
-    an unknown array)."""
+    an unknown array, an empty label name or vocabulary word)."""
     path = _tiny_fit(name, tmp_path / "m.jtm")
     with np.load(path) as f:
         arrays = {k: f[k] for k in f.files}

@@ -50,17 +50,18 @@ def _fit(tmp: Path, reuters_dir: Path, *extra: str, processes: int = 2, devices:
            "--devices", str(devices), *extra]
     own = list(each) + [()] * (processes - len(each))
     procs = [subprocess.Popen(cmd + ["--process-id", str(i), *own[i]], stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, env=env) for i in range(processes)]
-    outs = []
+                              stderr=subprocess.PIPE, text=True, env=env) for i in range(processes)]
+    streams = []
     try:
         for p in procs:
-            outs.append(p.communicate(timeout=timeout)[0])
+            streams.append(p.communicate(timeout=timeout))
     finally:
         for p in procs:
             p.kill()
-    for i, (p, out) in enumerate(zip(procs, outs)):
-        assert p.returncode == status, f"process {i} exited with {p.returncode}:\n{out[-3000:]}"
-    return outs
+    for i, (p, (out, err)) in enumerate(zip(procs, streams)):
+        assert p.returncode == status, f"process {i} exited with {p.returncode}:\n{(out + err)[-3000:]}"
+        assert "[Gloo]" not in out, f"process {i}: gloo's lines reached stdout"
+    return [out + err for out, err in streams]
 
 
 def _check_counts(model: jt.FittedModel, corpus: jt.Corpus) -> None:
