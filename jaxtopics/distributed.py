@@ -52,7 +52,9 @@ Shards are padded to common shapes.
 from __future__ import annotations
 
 import dataclasses
+import signal
 import sys
+import threading
 import zlib
 from dataclasses import dataclass, field
 from functools import partial
@@ -142,10 +144,30 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
                process_id: int | None = None, **kwargs) -> None:
     """Join a multi-process run: ``jax.distributed.initialize`` with the same arguments, after
     selecting the gloo collectives for CPU devices (GPUs use NCCL). Call it first, before any
-    computation; then every process sees the devices of all processes in ``jax.devices()``."""
+    computation; then every process sees the devices of all processes in ``jax.devices()``.
+
+    The wait for the other processes (up to ``initialization_timeout``, 300 s by default) runs in
+    a helper thread, so that Ctrl-C (KeyboardInterrupt) still reaches the caller meanwhile: the
+    native call itself holds the main thread until it returns."""
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    jax.distributed.initialize(coordinator_address=coordinator_address, num_processes=num_processes,
-                               process_id=process_id, **kwargs)
+    failure: list[BaseException] = []
+
+    def join() -> None:
+        # Ctrl-C goes to the waiting caller, not into the connection's system calls (the
+        # runtime's threads started from here inherit the mask)
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            jax.distributed.initialize(coordinator_address=coordinator_address,
+                                       num_processes=num_processes, process_id=process_id, **kwargs)
+        except BaseException as e:          # re-raised in the caller's thread
+            failure.append(e)
+
+    joining = threading.Thread(target=join, name="jax.distributed.initialize", daemon=True)
+    joining.start()
+    while joining.is_alive():
+        joining.join(0.1)
+    if failure:
+        raise failure[0]
 
 
 def read_process_corpus(path, fmt: str = "ldac", vocab=None, *, labelled: bool = False,

@@ -276,3 +276,26 @@ def test_a_process_that_cannot_go_on_ends_every_process(tmp_path, reuters_dir, e
                 timeout=120, status=2, each=each)
     assert own in outs[1] and others in outs[0], outs
     assert all("Traceback" not in out for out in outs)
+
+
+def test_ctrl_c_while_waiting_for_the_others_ends_the_process(tmp_path):
+    """Review: a process whose peers never start waited in jax.distributed's native connect,
+    deaf to Ctrl-C, until its 300 s timeout and then aborted. The wait runs in a helper thread
+    now: SIGINT ends the process at once with status 130 and one line."""
+    import signal
+
+    src = tmp_path / "d.txt"
+    src.write_text("apples pears fruit\ncats dogs mice\n")
+    cmd = [sys.executable, "-m", "jaxtopics.cli", "fit", "--input", str(src), "--out",
+           str(tmp_path / "o"), "--no-progress", "--coordinator", f"localhost:{_free_port()}",
+           "--num-processes", "2", "--process-id", "0"]
+    p = subprocess.Popen(cmd, env=_child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        assert "joining the others" in p.stderr.readline()
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        p.kill()
+    assert p.returncode == 130, err
+    assert "jaxtopics: interrupted" in err and "Traceback" not in err
