@@ -225,6 +225,11 @@ def _saved_model(args: argparse.Namespace) -> str | None:
     return name if name in _registry() else None
 
 
+#: set once the reader of stdout has gone: the run still finishes, and exits with status 141
+_READER_GONE = "reader gone"
+_report_state: dict[str, bool] = {}
+
+
 def _print_while_read(*args, **kwargs) -> None:
     """``print`` and flush; once the reader of stdout has gone (``jaxtopics fit ... | head``),
     the rest of the output goes to /dev/null, so the fit still finishes and writes --out."""
@@ -233,6 +238,7 @@ def _print_while_read(*args, **kwargs) -> None:
         sys.stdout.flush()
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _report_state[_READER_GONE] = True
 
 
 def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) -> int:
@@ -415,6 +421,7 @@ def build_parser() -> argparse.ArgumentParser:
     show = sub.add_parser("show", help="print the summary of a saved model")
     show.add_argument("path")
     show.add_argument("--top-words", type=int, default=10)
+    parser.commands = sub.choices          # command name -> its parser (for its own errors)
     return parser
 
 
@@ -431,14 +438,17 @@ def _format_warning(message, category, filename, lineno, line=None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:      # named by the command's own usage (`jaxtopics demo --resume`), not the top's
+        parser.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     formatted = warnings.formatwarning
     warnings.formatwarning = _format_warning
     try:
         status = _run(args)
     finally:
         warnings.formatwarning = formatted
-    if status != 0 and getattr(args, "coordinator", None):
+    if status not in (0, 141) and getattr(args, "coordinator", None):   # 141: a finished run
         # A process of a multi-process run that stops early leaves at once: a normal exit
         # would wait in jax.distributed's shutdown barrier for processes that may themselves
         # be waiting for it in a collective (JAX's heartbeat then ends those).
@@ -487,13 +497,18 @@ def _run(args: argparse.Namespace) -> int:
             settings = distributed.on_every_process(lambda: _same_settings(args),
                                                     "resolve their options")
             distributed.require_same_settings(settings, where=" on the command line")
-        if args.command == "fit":
-            return _fit_and_report(_read_corpus(args), args, Path(args.out))
-        if args.command == "demo":
-            from .datasets import demo_corpus, stdlib_corpus
-            corpus = demo_corpus() if args.max_docs is None else stdlib_corpus(max_docs=args.max_docs)
-            print("demo: docstrings of the Python standard library + pydoc help topics")
-            return _fit_and_report(corpus, args, Path(args.out) if args.out else None)
+        if args.command in ("fit", "demo"):
+            _report_state.clear()
+            if args.command == "fit":
+                status = _fit_and_report(_read_corpus(args), args, Path(args.out))
+            else:
+                from .datasets import demo_corpus, stdlib_corpus
+                corpus = (demo_corpus() if args.max_docs is None
+                          else stdlib_corpus(max_docs=args.max_docs))
+                _print_while_read("demo: docstrings of the Python standard library + pydoc help topics")
+                status = _fit_and_report(corpus, args, Path(args.out) if args.out else None)
+            # the report was cut short (its reader left): 128 + SIGPIPE, as `show` and a shell say
+            return 141 if status == 0 and _report_state.get(_READER_GONE) else status
         if args.command == "show":
             from .estimators import load
             print(load(args.path).summary(n=args.top_words))
@@ -513,6 +528,14 @@ def _run(args: argparse.Namespace) -> int:
     except OSError as e:  # a file that cannot be read or written: one line naming it
         where = f"{e.filename}: " if e.filename is not None else ""
         print(f"jaxtopics: error: {where}{e.strerror or e}", file=sys.stderr)
+        return 2
+    except Exception as e:    # after OSError: this one re-raises what it does not handle
+        if type(e).__name__ != "JaxRuntimeError" or "RESOURCE_EXHAUSTED" not in str(e):
+            raise
+        # e.g. --num-topics 2000000000: the count tables do not fit on the device
+        print(f"jaxtopics: error: the device ran out of memory ({str(e).splitlines()[0]}); the "
+              "count tables grow with the topics x the words and the documents: try fewer "
+              "topics or a smaller vocabulary", file=sys.stderr)
         return 2
     return 1
 

@@ -459,6 +459,13 @@ def _label_sets_csr(sets: Any, names: Sequence[str] | None = None
     return (_frozen(np.asarray(offsets, np.int64)), _frozen(np.asarray(ids, np.int32)), names_t)
 
 
+def _require_documents(path, documents: Sequence) -> Sequence:
+    """`documents` as read from the file `path`, refused when there are none."""
+    if len(documents) == 0:
+        raise CorpusError(f"{os.fspath(path)}: the file holds no documents")
+    return documents
+
+
 # --------------------------------------------------------------------------------------------
 
 
@@ -1246,6 +1253,7 @@ class Corpus:
         word_ids, doc_offsets = _io.read_ldac(
             path, num_words=None if vocab_t is None else len(vocab_t)
         )
+        _require_documents(path, doc_offsets[1:])
         if vocab_t is None:
             size = int(word_ids.max()) + 1 if word_ids.size else 0
             vocab_t = tuple(str(i) for i in range(size))
@@ -1272,6 +1280,7 @@ class Corpus:
         Integer labels are kept; other labels (e.g. strings) get ids in first-seen order.
         """
         texts, labels = _io.read_jsonl(path, text_key=text_key, label_key=label_key)
+        _require_documents(path, texts)
         if labels is not None:
             if "labels" in from_texts_kwargs:
                 raise ParameterError("give either label_key or labels, not both")
@@ -1287,8 +1296,10 @@ class Corpus:
         document's label set (for multi-label models such as DP-MRM) comes before the first tab.
         """
         if not labelled:
-            return cls.from_texts(_io.read_text_lines(path), **from_texts_kwargs)
+            return cls.from_texts(_require_documents(path, _io.read_text_lines(path)),
+                                  **from_texts_kwargs)
         if "labels" in from_texts_kwargs:
             raise ParameterError("labelled=True reads the labels from the file; do not pass labels=")
         label_sets, texts = _io.read_labelled_text_lines(path)
+        _require_documents(path, texts)
         return cls.from_texts(texts, labels=label_sets, **from_texts_kwargs)

@@ -130,7 +130,9 @@ def split_documents(corpus: Corpus, num_shards: int) -> list[np.ndarray]:
     if not isinstance(num_shards, (int, np.integer)) or num_shards < 1:
         raise ParameterError(f"num_shards must be a positive integer, got {num_shards!r}")
     if num_shards > corpus.num_docs:
-        raise ParameterError(f"{num_shards} devices (shards) are more than the corpus's "
+        whose = ("the corpus's" if jax.process_count() == 1 else
+                 f"process {jax.process_index()}'s share of the corpus:")   # its own documents
+        raise ParameterError(f"{num_shards} devices (shards) are more than {whose} "
                              f"{corpus.num_docs} document{'s' if corpus.num_docs != 1 else ''}")
     bounds = balanced_ranges(corpus.doc_lengths, num_shards)
     shards = [np.arange(a, b) for a, b in zip(bounds[:-1], bounds[1:])]

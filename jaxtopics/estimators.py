@@ -413,7 +413,7 @@ def load(path: str | os.PathLike) -> FittedModel:
             raise FormatError("metadata 'label_names' must be a list of strings", path=str(path))
         if len(set(names)) != len(names):
             raise FormatError("metadata 'label_names' repeats a label", path=str(path))
-        if not all(names):
+        if not all(n.strip() for n in names):      # as Corpus refuses it
             raise FormatError("metadata 'label_names' holds an empty label", path=str(path))
     elif getattr(MODELS[name], "needs_labels", False):
         raise FormatError(f"a {name} model file needs metadata 'label_names'", path=str(path))

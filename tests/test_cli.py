@@ -129,8 +129,9 @@ def test_demo_offers_only_what_it_can_do():
     demo_help, fit_help = sub["demo"].format_help(), sub["fit"].format_help()
     for flag in ("--resume", "--coordinator", "--num-processes", "--process-id"):
         assert flag not in demo_help and flag in fit_help
-    with pytest.raises(SystemExit):
-        build_parser().parse_args(["demo", "--coordinator", "localhost:1234"])
+    r = _run("demo", "--resume", "--coordinator", "localhost:1234")
+    assert r.returncode == 2 and r.stderr.startswith("usage: jaxtopics demo ")
+    assert "unrecognized arguments: --resume --coordinator localhost:1234" in r.stderr
 
 
 # -- issue #9 ---------------------------------------------------------------------------------
@@ -293,7 +294,8 @@ def test_ctrl_c_ends_with_status_130_and_names_the_checkpoint(tmp_path):
 
 def test_fit_into_a_pipe_that_closes_early_still_writes_out(tmp_path):
     """Review: `jaxtopics fit ... | head -c 10` ended the fit with status 141 and wrote nothing;
-    the reader leaving now only silences the rest of the output."""
+    the reader leaving now only silences the rest of the output. The status is still 141 (a later
+    review: it was 0, so a script could not tell that its report was cut off)."""
     out = tmp_path / "o"
     p = subprocess.Popen([sys.executable, "-m", "jaxtopics.cli", "fit", "--num-topics", "2",
                           "--sweeps", "20", "--input", str(_docs(tmp_path)), "--out", str(out),
@@ -306,7 +308,25 @@ def test_fit_into_a_pipe_that_closes_early_still_writes_out(tmp_path):
         p.wait(timeout=300)
     finally:
         p.kill()
-    assert p.returncode == 0, err
+    assert p.returncode == 141, err
     assert "Traceback" not in err
     assert jt.load(out / "model.jtm").sweeps_done == 20
     assert (out / "topics.txt").exists() and (out / "trace.csv").exists()
+
+
+def test_count_tables_beyond_the_memory_are_one_line(tmp_path):
+    """Review: --num-topics 2000000000 passed the size checks and ended in a RESOURCE_EXHAUSTED
+    traceback; the device running out of memory is one line and status 2 (address space capped
+    at 8 GiB here, so the 16 GB table is refused by the allocator, not the kernel's OOM killer)."""
+    (tmp_path / "tiny.ldac").write_text("2 0:1 1:2\n1 0:3\n")
+    (tmp_path / "v.txt").write_text("a\nb\n")
+    capped = ("import resource, runpy, sys; resource.setrlimit(resource.RLIMIT_AS, (8 << 30, "
+              "8 << 30)); runpy.run_module('jaxtopics.cli', run_name='__main__')")
+    r = subprocess.run([sys.executable, "-c", capped, "fit", "--input",
+                        str(tmp_path / "tiny.ldac"), "--vocab", str(tmp_path / "v.txt"), "--out",
+                        str(tmp_path / "o"), "--sweeps", "1", "--num-topics", "2000000000",
+                        "--no-progress", "--devices", "1"], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 2, r.stderr
+    assert "jaxtopics: error: the device ran out of memory (RESOURCE_EXHAUSTED" in r.stderr
+    assert "Traceback" not in r.stderr

@@ -76,6 +76,19 @@ def test_empty_corpus_errors():
         Corpus.from_token_lists([[], []])
 
 
+def test_a_file_without_documents_is_refused_naming_it(tmp_path):
+    """Review: an empty LDA-C file was refused as "doc_offsets needs at least 2 entries", without
+    the file; every reader now names it."""
+    empty, blank = tmp_path / "empty.txt", tmp_path / "blank.jsonl"
+    empty.write_text("")
+    blank.write_text("\n\n")
+    for read, path in ((Corpus.from_ldac, empty), (Corpus.from_text_file, empty),
+                       (lambda p: Corpus.from_text_file(p, labelled=True), empty),
+                       (Corpus.from_jsonl, blank)):
+        with pytest.raises(CorpusError, match=f"{path.name}: the file holds no documents"):
+            read(path)
+
+
 def test_id_out_of_range_names_location():
     with pytest.raises(
         CorpusError, match=r"word id 3 at token 3 \(document 2, position 0\).*\[0, 3\)"

@@ -661,6 +661,7 @@ def _moved(a, axis, to=None):
     ("DPMRM", lambda f: {"meta": {"label_names": ["x", "x"]}}, "'label_names' repeats a label"),
     ("DPMRM", lambda f: {"meta": {"label_names": None}}, "needs metadata 'label_names'"),
     ("DPMRM", lambda f: {"meta": {"label_names": ["x", ""]}}, "'label_names' holds an empty label"),
+    ("DPMRM", lambda f: {"meta": {"label_names": [" ", "x"]}}, "'label_names' holds an empty label"),
     ("LDA", lambda f: {"arrays": _vocab_edited(f, 1, "")}, "vocabulary word 1 \\(''\\) is empty"),
     ("LDA", lambda f: {"arrays": _vocab_edited(f, 0, "a\nb")}, "word 0 .* holds a line break"),
     ("DPMM", lambda f: {"arrays": {"state.z": np.concatenate([[-1], f["state.z"][1:]]).astype(np.int32)}},
