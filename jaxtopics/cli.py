@@ -225,8 +225,7 @@ def _saved_model(args: argparse.Namespace) -> str | None:
     return name if name in _registry() else None
 
 
-#: set once the reader of stdout has gone: the run still finishes, and exits with status 141
-_READER_GONE = "reader gone"
+#: "reader_gone": set once the reader of stdout has left; the run still finishes, with status 141
 _report_state: dict[str, bool] = {}
 
 
@@ -238,7 +237,7 @@ def _print_while_read(*args, **kwargs) -> None:
         sys.stdout.flush()
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        _report_state[_READER_GONE] = True
+        _report_state["reader_gone"] = True
 
 
 def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) -> int:
@@ -465,9 +464,13 @@ def _native_stdout_to_stderr() -> None:
     """Keep stdout for the report: the collectives' native library (gloo) prints a line to the
     process's stdout for every group of processes it connects; from here on those lines go to
     stderr, and Python's ``print`` to the original stdout."""
+    try:
+        out, err = sys.stdout.fileno(), sys.stderr.fileno()
+    except (OSError, ValueError):      # streams without a file (an embedding host's): leave them
+        return
     sys.stdout.flush()
-    report = os.dup(sys.stdout.fileno())
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    report = os.dup(out)
+    os.dup2(err, out)
     sys.stdout = open(report, "w", encoding=sys.stdout.encoding, errors="backslashreplace",
                       buffering=1 if os.isatty(report) else -1)
 
@@ -508,7 +511,7 @@ def _run(args: argparse.Namespace) -> int:
                 _print_while_read("demo: docstrings of the Python standard library + pydoc help topics")
                 status = _fit_and_report(corpus, args, Path(args.out) if args.out else None)
             # the report was cut short (its reader left): 128 + SIGPIPE, as `show` and a shell say
-            return 141 if status == 0 and _report_state.get(_READER_GONE) else status
+            return 141 if status == 0 and _report_state.get("reader_gone") else status
         if args.command == "show":
             from .estimators import load
             print(load(args.path).summary(n=args.top_words))

@@ -434,8 +434,25 @@ def require_same_local_devices() -> None:
     of a run with uneven processes would fail inside)."""
     per = np.bincount([d.process_index for d in jax.devices()], minlength=jax.process_count())
     if (per != per[0]).any():
+        _meet("jaxtopics: uneven devices")
         raise ParameterError(f"the processes of this multi-process run have {per.tolist()} devices: "
                              "give every process the same number (--devices)")
+
+
+def _meet(name: str, timeout_s: int = 60) -> None:
+    """Wait until every process has come here (the coordination service's barrier `name`, no
+    device collective), at most `timeout_s`. Before a process stops on an error that each one
+    finds alone: process 0 hosts the service, and its leaving would abort a process still
+    starting its backend (which asks the service for the others' devices) with no message."""
+    from jax._src import distributed as _jax_distributed     # the client jax.distributed made
+
+    client = _jax_distributed.global_state.client
+    if client is None:
+        return
+    try:
+        client.wait_at_barrier(name, timeout_s * 1000)
+    except Exception:           # noqa: BLE001 - a process that never comes: stop anyway
+        pass
 
 
 def _allgather_host(x: np.ndarray) -> np.ndarray:
