@@ -615,3 +615,29 @@ def test_block_uniforms_are_uniform_independent_and_reproducible() -> None:
     assert batched.shape == (3, 4) and len({tuple(r) for r in np.asarray(batched)}) == 3
     rbg = block_uniforms(jax.random.key(1, impl="rbg"), 0, (1000,))
     assert rbg.shape == (1000,) and 0.4 < float(rbg.mean()) < 0.6
+    # a chunk's uniforms made inside the chunk are the block's own
+    at = jnp.array([[0, 49_999], [25_000, 7]])
+    for k in (key, jax.random.key(1, impl="rbg")):
+        whole = np.asarray(block_uniforms(k, 3, (50_000,)))
+        np.testing.assert_array_equal(np.asarray(block_uniforms(k, 3, (50_000,), positions=at)),
+                                      whole[np.asarray(at)])
+
+
+@pytest.mark.parametrize("size", [1, 2, 7, 16, 1001])
+def test_threefry_counter_bits_are_jax_threefry(size: int) -> None:
+    """The written-out hash is bitwise JAX's Threefry-2x32 of the counters 0..size-1 (odd sizes
+    padded as JAX pads them), for several keys, jitted and under vmap."""
+    from jax.extend.random import threefry_2x32
+
+    from jaxtopics.ops.sampling import threefry_counter_bits
+
+    keys = jax.random.key_data(jax.random.split(jax.random.key(size), 4))
+    keys = jnp.concatenate([keys, jnp.array([[0, 0], [2**32 - 1, 2**32 - 1]], jnp.uint32)])
+    want = jax.vmap(lambda k: threefry_2x32(k, jnp.arange(size, dtype=jnp.uint32)))(keys)
+    every = jnp.arange(size)
+    got = jax.jit(jax.vmap(lambda k: threefry_counter_bits(k, size, every)))(keys)
+    assert got.dtype == jnp.uint32 and got.shape == (6, size)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    some = jnp.array([[size - 1, 0], [size // 2, size // 3]])
+    np.testing.assert_array_equal(np.asarray(threefry_counter_bits(keys[0], size, some)),
+                                  np.asarray(want[0])[np.asarray(some)])

@@ -23,13 +23,16 @@ import jax.numpy as jnp
 from jax import Array
 
 __all__ = ["block_uniforms", "categorical", "categorical_logits", "chunked_map", "log_dirichlet",
-           "log_gamma", "uniform_index"]
+           "log_gamma", "threefry_counter_bits", "uniform_index"]
 
 _HIGHEST = jax.lax.Precision.HIGHEST
 
 
-def _pick(prefix: Array, target: Array, weights: Array) -> Array:
+def _pick(prefix: Array, target: Array, weights: Array, last: Array | int | None = None) -> Array:
     """Index i along axis 0 with prefix[i-1] <= target < prefix[i]; never an entry of zero weight.
+
+    `last` [rows] (default n-1): the last index that can hold weight (entries past it are
+    padding of weight 0); a target rounded past the end picks it.
 
     `prefix`, `weights` [n, rows] (rows on the minor axis, so every step is a vector op along the
     rows), `target` [rows]. Rounding can put `target` past the last prefix or onto a zero-weight
@@ -41,7 +44,8 @@ def _pick(prefix: Array, target: Array, weights: Array) -> Array:
     the same either way.
     """
     n = prefix.shape[0]
-    i = jnp.minimum(jnp.sum(prefix <= target[None, :], axis=0, dtype=jnp.int32), n - 1)
+    i = jnp.minimum(jnp.sum(prefix <= target[None, :], axis=0, dtype=jnp.int32),
+                    n - 1 if last is None else last)
     ok = jnp.take_along_axis(weights, i[None, :], 0)[0] > 0
 
     def fallback():
@@ -80,7 +84,11 @@ def categorical(u: Array, weights: Array) -> Array:
     cols = gi[:, None] + g * jnp.arange(s)[None, :]                                    # [rows, S]
     inner = jnp.where(cols < k, jnp.take_along_axis(w, jnp.minimum(cols, k - 1), 1), 0.0).T
     inner_prefix = jnp.matmul(_lower_ones(s), inner, precision=_HIGHEST)                # [S, rows]
-    ii = _pick(inner_prefix, target - before, inner)
+    # group gi's members past topic K-1 are padding: a target rounded past the group's own sum
+    # (its prefix comes from another matmul than the group sums: ~1 token in 20,000) takes the
+    # last real member, not the argmax fallback (4 % of a K=50 sweep when it ran)
+    last = jnp.where(gi < k - g * (s - 1), s - 1, s - 2)
+    ii = _pick(inner_prefix, target - before, inner, last)
     return (gi + g * ii).astype(jnp.int32).reshape(batch)
 
 
@@ -96,26 +104,63 @@ def categorical_logits(u: Array, logits: Array) -> Array:
     return categorical(u, jnp.exp(shifted))
 
 
-def block_uniforms(key: Array, index: Array, shape: tuple[int, ...]) -> Array:
-    """float32 uniforms in [0, 1) of `shape` for block `index` of a sweep keyed `key`.
+def block_uniforms(key: Array, index: Array, shape: tuple[int, ...],
+                   positions: Array | None = None) -> Array:
+    """float32 uniforms in [0, 1) of `shape` for block `index` of a sweep keyed `key`; with
+    `positions` (int, any shape) only those flat entries of the block's uniforms.
 
     Made per block inside the sweep's loop, so no [N] array of uniforms, and none of the PRNG's
     [N]-sized temporaries (16 bytes per token for ``jax.random.uniform`` of a whole sweep), ever
     exists. The bits are the Threefry-2x32 hash of the counters 0..n-1 under the key
-    ``fold_in(key, index)``, two counters to a hash (JAX's classic, non-partitionable stream);
-    ``jax.random.uniform`` of one block costs one hash per number. Keys of another PRNG
-    implementation fall back to ``jax.random.uniform``.
+    ``fold_in(key, index)``, two counters to a hash (JAX's classic, non-partitionable stream:
+    bitwise ``jax.extend.random.threefry_2x32(key, arange(n))``); ``jax.random.uniform`` of one
+    block costs one hash per number. `positions` lets a chunked loop make each chunk's uniforms
+    inside the chunk (the same numbers). Keys of another PRNG implementation fall back to
+    ``jax.random.uniform``.
     """
-    from jax.extend.random import threefry_2x32
-
     key = jax.random.fold_in(key, index)
     size = math.prod(shape)
     raw = jax.random.key_data(key)
     if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key) and raw.shape != (2,):
-        return jax.random.uniform(key, shape)
-    bits = threefry_2x32(raw, jnp.arange(size, dtype=jnp.uint32))
+        u = jax.random.uniform(key, shape)
+        return u if positions is None else u.reshape(-1)[positions]
+    at = jnp.arange(size, dtype=jnp.int32) if positions is None else positions
+    bits = threefry_counter_bits(raw, size, at)
     one_to_two = jax.lax.bitcast_convert_type((bits >> 9) | jnp.uint32(0x3F800000), jnp.float32)
-    return (one_to_two - 1.0).reshape(shape)
+    return (one_to_two - 1.0).reshape(shape) if positions is None else one_to_two - 1.0
+
+
+#: Threefry-2x32's rotation constants, rounds 1-4 and 5-8 (Salmon et al. 2011, Table 4)
+_THREEFRY_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+
+
+def threefry_counter_bits(key_pair: Array, size: int, positions: Array) -> Array:
+    """uint32, shaped like `positions`: entries `positions` of the Threefry-2x32 hash (20 rounds,
+    Salmon et al. 2011) of the counters 0..size-1 under the uint32 [2] `key_pair`, paired as JAX
+    pairs them (counter i with i + ceil(size/2), a zero counter padding an odd size): entry p of
+    ``jax.extend.random.threefry_2x32(key_pair, arange(size))``.
+
+    Elementwise and written out round by round, so XLA:CPU makes the hash one vectorised loop
+    (also fused into a consumer that pads or reshapes it). JAX's CPU lowering runs the 5 key
+    injections as a rolled ``while`` loop that writes the state to memory at every step (~11 %
+    of a K=50 LDA sweep); computing each entry's pair costs two hashes per pair instead of one
+    and is still ~3x faster there.
+    """
+    half = -(-size // 2)
+    p = positions.astype(jnp.uint32)
+    first = p < half                      # entry p is the first word of pair p, else of p - half
+    c0 = jnp.where(first, p, p - half)
+    c1 = jnp.where(c0 + half < size, c0 + half, jnp.uint32(0))
+    k0, k1 = key_pair[0], key_pair[1]
+    keys = (k0, k1, k0 ^ k1 ^ jnp.uint32(0x1BD11BDA))
+    x0, x1 = c0 + keys[0], c1 + keys[1]
+    for i in range(5):                                 # 5 x (4 rounds + key injection)
+        for r in _THREEFRY_ROTATIONS[i % 2]:
+            x0 = x0 + x1
+            x1 = x0 ^ ((x1 << jnp.uint32(r)) | (x1 >> jnp.uint32(32 - r)))
+        x0 = x0 + keys[(i + 1) % 3]
+        x1 = x1 + keys[(i + 2) % 3] + jnp.uint32(i + 1)
+    return jnp.where(first, x0, x1)
 
 
 def uniform_index(u: Array, n: Array) -> Array:
