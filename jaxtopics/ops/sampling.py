@@ -115,8 +115,8 @@ def block_uniforms(key: Array, index: Array, shape: tuple[int, ...],
     ``fold_in(key, index)``, two counters to a hash (JAX's classic, non-partitionable stream:
     bitwise ``jax.extend.random.threefry_2x32(key, arange(n))``); ``jax.random.uniform`` of one
     block costs one hash per number. `positions` lets a chunked loop make each chunk's uniforms
-    inside the chunk (the same numbers). Keys of another PRNG implementation fall back to
-    ``jax.random.uniform``.
+    inside the chunk, fused into their one consumer (the same numbers; ``threefry_counter_bits``).
+    Keys of another PRNG implementation fall back to ``jax.random.uniform``.
     """
     key = jax.random.fold_in(key, index)
     size = math.prod(shape)
@@ -124,10 +124,15 @@ def block_uniforms(key: Array, index: Array, shape: tuple[int, ...],
     if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key) and raw.shape != (2,):
         u = jax.random.uniform(key, shape)
         return u if positions is None else u.reshape(-1)[positions]
-    at = jnp.arange(size, dtype=jnp.int32) if positions is None else positions
-    bits = threefry_counter_bits(raw, size, at)
+    if positions is None:
+        # JAX's own hash materialises the block's bits once: its consumers (the MH kernel
+        # reads each uniform in several places) must not each recompute an elementwise hash
+        from jax.extend.random import threefry_2x32
+        bits = threefry_2x32(raw, jnp.arange(size, dtype=jnp.uint32)).reshape(shape)
+    else:
+        bits = threefry_counter_bits(raw, size, positions)
     one_to_two = jax.lax.bitcast_convert_type((bits >> 9) | jnp.uint32(0x3F800000), jnp.float32)
-    return (one_to_two - 1.0).reshape(shape) if positions is None else one_to_two - 1.0
+    return one_to_two - 1.0
 
 
 #: Threefry-2x32's rotation constants, rounds 1-4 and 5-8 (Salmon et al. 2011, Table 4)
@@ -140,11 +145,11 @@ def threefry_counter_bits(key_pair: Array, size: int, positions: Array) -> Array
     pairs them (counter i with i + ceil(size/2), a zero counter padding an odd size): entry p of
     ``jax.extend.random.threefry_2x32(key_pair, arange(size))``.
 
-    Elementwise and written out round by round, so XLA:CPU makes the hash one vectorised loop
-    (also fused into a consumer that pads or reshapes it). JAX's CPU lowering runs the 5 key
-    injections as a rolled ``while`` loop that writes the state to memory at every step (~11 %
-    of a K=50 LDA sweep); computing each entry's pair costs two hashes per pair instead of one
-    and is still ~3x faster there.
+    Elementwise and written out round by round, so XLA:CPU fuses the hash into the loop of its
+    consumer. JAX's CPU lowering runs the 5 key injections as a rolled ``while`` loop that
+    writes the state to memory at every step (~11 % of a K=50 LDA sweep); computing each
+    entry's pair costs two hashes per pair instead of one and is still ~3x faster there. Give
+    it a consumer that reads each entry once: XLA may recompute a fused producer per use.
     """
     half = -(-size // 2)
     p = positions.astype(jnp.uint32)
