@@ -533,7 +533,9 @@ def _run(args: argparse.Namespace) -> int:
         print(f"jaxtopics: error: {where}{e.strerror or e}", file=sys.stderr)
         return 2
     except Exception as e:    # after OSError: this one re-raises what it does not handle
-        if type(e).__name__ != "JaxRuntimeError" or "RESOURCE_EXHAUSTED" not in str(e):
+        errors = sys.modules.get("jax.errors")      # loaded by whatever ran out of memory
+        if (errors is None or not isinstance(e, errors.JaxRuntimeError)
+                or "RESOURCE_EXHAUSTED" not in str(e)):
             raise
         # e.g. --num-topics 2000000000: the count tables do not fit on the device
         print(f"jaxtopics: error: the device ran out of memory ({str(e).splitlines()[0]}); the "

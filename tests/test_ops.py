@@ -641,3 +641,12 @@ def test_threefry_counter_bits_are_jax_threefry(size: int) -> None:
     some = jnp.array([[size - 1, 0], [size // 2, size // 3]])
     np.testing.assert_array_equal(np.asarray(threefry_counter_bits(keys[0], size, some)),
                                   np.asarray(want[0])[np.asarray(some)])
+
+
+def test_block_uniforms_of_a_folded_block_key() -> None:
+    """index=None takes `key` as the block's key: the numbers of block_uniforms(sweep key, b)."""
+    key = jax.random.key(7)
+    at = jnp.array([0, 999, 500])
+    np.testing.assert_array_equal(
+        np.asarray(block_uniforms(jax.random.fold_in(key, 3), None, (1000,), positions=at)),
+        np.asarray(block_uniforms(key, 3, (1000,)))[np.asarray(at)])

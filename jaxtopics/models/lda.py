@@ -511,10 +511,11 @@ def _blocked_sweep(key: Array, state: State, data: Data, params: Params,
             # reads of its old ones, the update could not be in place (XLA copies the buffer).
             st = flushed(st, pending)
             old = st.z[b]
+            block_key = jax.random.fold_in(key, b)      # once per block, not per chunk
 
             def draw(c):          # a chunk's uniforms are made in the chunk (one fused loop)
                 at, doc_c, word_c, old_c = c
-                u = block_uniforms(key, b, (width,), positions=at)
+                u = block_uniforms(block_key, None, (width,), positions=at)
                 return _dense_block_draw(u, doc_c, word_c, old_c, st, params, v)
             new = jnp.where(valid, chunked_map(draw, (jnp.arange(width), doc, word, old), chunk),
                             0)

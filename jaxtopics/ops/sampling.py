@@ -104,10 +104,12 @@ def categorical_logits(u: Array, logits: Array) -> Array:
     return categorical(u, jnp.exp(shifted))
 
 
-def block_uniforms(key: Array, index: Array, shape: tuple[int, ...],
+def block_uniforms(key: Array, index: Array | None, shape: tuple[int, ...],
                    positions: Array | None = None) -> Array:
     """float32 uniforms in [0, 1) of `shape` for block `index` of a sweep keyed `key`; with
-    `positions` (int, any shape) only those flat entries of the block's uniforms.
+    `positions` (int, any shape) only those flat entries of the block's uniforms. `index=None`:
+    `key` is the block's key already, ``fold_in(sweep key, index)`` (folded once per block by a
+    caller that asks for the block's uniforms chunk by chunk).
 
     Made per block inside the sweep's loop, so no [N] array of uniforms, and none of the PRNG's
     [N]-sized temporaries (16 bytes per token for ``jax.random.uniform`` of a whole sweep), ever
@@ -118,7 +120,8 @@ def block_uniforms(key: Array, index: Array, shape: tuple[int, ...],
     inside the chunk, fused into their one consumer (the same numbers; ``threefry_counter_bits``).
     Keys of another PRNG implementation fall back to ``jax.random.uniform``.
     """
-    key = jax.random.fold_in(key, index)
+    if index is not None:
+        key = jax.random.fold_in(key, index)
     size = math.prod(shape)
     raw = jax.random.key_data(key)
     if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key) and raw.shape != (2,):
