@@ -562,13 +562,13 @@ class LDA(_Estimator):
     module = lda
     options = (Option("--num-topics", "num_topics", int, "K, the number of topics"),
                Option("--sync-every", "sync_every", int,
-                      "sharded runs: blocks between exchanges of word-topic moves (LDA; default 1)"),
+                      "sharded runs: blocks between exchanges of word-topic moves (LDA; default 4)"),
                Option("--num-blocks", "num_blocks", int, "blocks per parallel sweep (LDA: of "
                       "tokens; DMM, DPMM: of documents; default 64)"))
 
     def __init__(self, num_topics: int = 20, alpha: float = 0.1, beta: float = 0.01,
                  sampler: str = "parallel", *, num_blocks: int = 64, mh_steps: int = 0,
-                 chunk_size: int = 8192, init: str = "random", sync_every: int = 1):
+                 chunk_size: int = 8192, init: str = "random", sync_every: int = 4):
         self.params = lda.check_params(lda.Params(
             num_topics=num_topics, alpha=_number(alpha, "alpha"), beta=_number(beta, "beta"),
             sampler=sampler, num_blocks=num_blocks, mh_steps=mh_steps, chunk_size=chunk_size,
@@ -917,14 +917,14 @@ def _params_from_meta(module: ModuleType, obj: Any, path: Any) -> Any:
     if extra:
         raise FormatError(f"metadata 'params' has unknown parameter {extra[0]!r} "
                           f"(known: {', '.join(fields)})", path=str(path))
-    # every parameter must be in the file, except those a module added later (older files
-    # lack them; their default is what those files ran with)
-    optional = getattr(module, "PARAMS_ADDED_LATER", ())
-    missing = [f for f in fields if f not in obj and f not in optional]
+    # every parameter must be in the file, except those a module added later: older files lack
+    # them and ran with the value the module records for them (not today's default)
+    added_later = getattr(module, "PARAMS_ADDED_LATER", {})
+    missing = [f for f in fields if f not in obj and f not in added_later]
     if missing:
         raise FormatError(f"metadata 'params' lacks {missing[0]!r}", path=str(path))
     try:
-        return module.check_params(module.Params(**obj))
+        return module.check_params(module.Params(**{**added_later, **obj}))
     except ParameterError as e:
         raise FormatError(f"metadata 'params': {e}", path=str(path)) from None
 

@@ -250,7 +250,7 @@ def test_the_device_count_is_part_of_the_saved_chain(corpus, tmp_path):
     assert hdp.sweeps_done == 1 and hdp.shards is None
 
 
-@pytest.mark.parametrize("sync_every", [1, 3])
+@pytest.mark.parametrize("sync_every", [1, 3, 4])
 def test_driver_chunks_carry_the_block_layout_bitwise(corpus, sync_every):
     """fit.run_chunk converts a sharded LDA state to the sweeps' carry layout once per chunk
     (``to_carry`` / ``sweep_carry`` / ``from_carry``, through ``Sharded``): the chain is the one
@@ -272,3 +272,10 @@ def test_driver_chunks_carry_the_block_layout_bitwise(corpus, sync_every):
     for name, a, b in zip(lda.State._fields, got, expected):
         assert a.shape == b.shape, name
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=name)
+    # every shard's copy of the global tables holds every shard's moves exactly once
+    merged = dist.gather(got, sdata)
+    recount = lda.state_from_assignments(merged.z[:corpus.num_tokens], lda.prepare(corpus, params),
+                                         params)
+    for name in ("word_topic", "topic", "doc_topic"):
+        np.testing.assert_array_equal(np.asarray(getattr(merged, name)),
+                                      np.asarray(getattr(recount, name)), err_msg=name)

@@ -24,6 +24,7 @@ from jaxtopics.ops import (
     count_table,
     dirichlet_multinomial_log_evidence,
     exchange,
+    exchange_others,
     from_strided,
     log_dirichlet,
     log_gamma,
@@ -480,6 +481,27 @@ def test_exchange_packs_arrays_into_one_all_gather_per_dtype() -> None:
     gathers = [line for line in hlo.splitlines() if " all-gather(" in line]
     assert len(gathers) == 3, gathers                                      # int32, float32, bool
     assert exchange(None, *arrays) == arrays
+
+
+def test_exchange_others_is_every_other_shards_part() -> None:
+    """exchange_others on shard s == the other shards' parts, from shard s+1 on (cyclically),
+    for arrays with trailing axes too."""
+    from jax.sharding import Mesh, PartitionSpec as P
+
+    from jaxtopics.distributed import _shard_map as shard_map
+
+    mesh = Mesh(np.array(jax.devices()[:4]), ("shards",))
+    rng = np.random.default_rng(1)
+    arrays = (rng.integers(0, 99, (4 * 3,), dtype=np.int32),
+              rng.integers(0, 99, (4 * 3, 2), dtype=np.int32))
+    got = shard_map(lambda *a: tuple(x[None] for x in exchange_others("shards", *a)), mesh=mesh,
+                    in_specs=(P("shards"),) * 2, out_specs=(P("shards"),) * 2,
+                    check_vma=False)(*arrays)
+    for g, a in zip(got, arrays):
+        parts = a.reshape((4, 3) + a.shape[1:])
+        for s in range(4):
+            want = np.concatenate([parts[(s + j) % 4] for j in (1, 2, 3)])
+            np.testing.assert_array_equal(np.asarray(g[s]), want)
 
 
 @pytest.mark.parametrize("n,b", [(0, 3), (3, 0), (-1, 2)])

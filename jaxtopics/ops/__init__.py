@@ -4,6 +4,7 @@ from .conditionals import collapsed_topic_draw
 from .counts import (
     count_table,
     exchange,
+    exchange_others,
     move_counts,
     move_rows,
     require_parallel,
@@ -53,6 +54,7 @@ __all__ = [
     "count_table",
     "dirichlet_multinomial_log_evidence",
     "exchange",
+    "exchange_others",
     "from_strided",
     "grouped_counts",
     "log_dirichlet",

