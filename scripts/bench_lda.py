@@ -130,6 +130,13 @@ def parse_args(argv=None) -> argparse.Namespace:
 # corpus
 
 
+def _setting(args, field: str):
+    """A kernel setting as the run uses it: the command line's, else lda.Params' default."""
+    from jaxtopics.models import lda
+    given = getattr(args, field)
+    return lda.Params._field_defaults[field] if given is None else given
+
+
 def build_corpus(args):
     from jaxtopics.datasets import synthetic_lda
     return synthetic_lda(num_docs=args.docs, num_words=args.words, num_topics=args.true_topics,
@@ -372,8 +379,8 @@ def main() -> None:
     print(f"corpus: synthetic LDA, D={corpus.num_docs} V={corpus.num_words} N={n} "
           f"(K_true={args.true_topics}, built in {gen_s:.1f} s); alpha={args.alpha} "
           f"beta={args.beta}; {args.sweeps} warm-up + {args.sweeps} timed sweeps; "
-          f"parallel: num_blocks={args.num_blocks} mh_steps={args.mh_steps} "
-          f"sync_every={args.sync_every}", flush=True)
+          f"parallel: " + " ".join(f"{f}={_setting(args, f)}" for f in
+                                    ("num_blocks", "mh_steps", "sync_every")), flush=True)
 
     results: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="bench_lda_") as tmp:

@@ -250,6 +250,18 @@ def test_the_device_count_is_part_of_the_saved_chain(corpus, tmp_path):
     assert hdp.sweeps_done == 1 and hdp.shards is None
 
 
+def test_sync_every_beyond_the_blocks_is_once_a_sweep(corpus):
+    """An exchange period past the sweep's blocks is one exchange a sweep: the chain of
+    sync_every = num_blocks, with no empty padding blocks (2**31 - 1 once tried to allocate
+    ~2.7 TB of them)."""
+    once = lda.Params(num_topics=5, num_blocks=8, sync_every=8)
+    beyond = once._replace(sync_every=2**31 - 1)
+    a, _ = _run(corpus, once, 4, 3)
+    b, _ = _run(corpus, beyond, 4, 3)
+    for name, x, y in zip(lda.State._fields, a, b):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y), err_msg=name)
+
+
 @pytest.mark.parametrize("sync_every", [1, 3, 4])
 def test_driver_chunks_carry_the_block_layout_bitwise(corpus, sync_every):
     """fit.run_chunk converts a sharded LDA state to the sweeps' carry layout once per chunk

@@ -99,9 +99,10 @@ class Params(NamedTuple):
     sweep of Griffiths & Steyvers / tomotopy's initialisation) or "random" (uniform topics).
     sync_every: sharded sweeps only (``jaxtopics.distributed``): blocks between two exchanges of
     the word-topic moves. E applies a device's own moves at once and the other devices' every E
-    blocks (E times fewer collectives). The default 4 converges like exact Gibbs on Reuters
-    (README, "Several processes and hosts") and is ~1.08x faster than 1 on 2 CPU devices;
-    1 = after every block (one sharded sweep == the one-device blocked sweep, bitwise).
+    blocks (E times fewer collectives; E >= num_blocks: once a sweep). The default 4 converges
+    like exact Gibbs on Reuters (README, "Several processes and hosts") and is ~1.08x faster
+    than 1 on 2 CPU devices; 1 = after every block (one sharded sweep is then the one-device
+    blocked sweep whose block b is the union of the shards' blocks b; the uniforms differ).
     """
 
     num_topics: int
@@ -458,7 +459,8 @@ def to_carry(state: State, data: Data, params: Params, axis_name: str | None = N
     n = data.num_tokens
     num_blocks, width = data.word.shape
     z = to_strided(state.z[:n], num_blocks, width=width)
-    if axis_name is not None and params.sync_every > 1 and num_blocks % params.sync_every:
+    every = _exchange_every(params, num_blocks, axis_name)
+    if every > 1 and num_blocks % every:
         z = jnp.concatenate([z, jnp.zeros((1, width), jnp.int32)])
     return state._replace(z=z)
 
@@ -497,7 +499,8 @@ def _blocked_sweep(key: Array, state: State, data: Data, params: Params,
     # place: no [N] temporary. The MH kernel's proposals read other tokens' current topics by
     # corpus position, so it keeps z in corpus order, up to date block by block.
     chunk = _draw_chunk(params, width)
-    delayed = axis_name is not None and params.sync_every > 1
+    every = _exchange_every(params, num_blocks, axis_name)
+    delayed = every > 1
 
     def flushed(st, pending):
         """The state with the last block's new topics written into z."""
@@ -542,13 +545,19 @@ def _blocked_sweep(key: Array, state: State, data: Data, params: Params,
         xs = xs + (data.word_rank,)
     carry = (state, jnp.int32(0), pending)
     if delayed:
-        carry = _delayed_blocks(block, carry, xs, params.sync_every, v, num_blocks, axis_name)
+        carry = _delayed_blocks(block, carry, xs, every, v, num_blocks, axis_name)
     else:
         carry, _ = jax.lax.scan(block, carry, xs)
     state, changed, pending = carry
     if exact:
         state = flushed(state, pending)
     return state, SweepInfo(changed)
+
+
+def _exchange_every(params: Params, num_blocks: int, axis_name: str | None) -> int:
+    """Blocks between two exchanges of a sweep: ``sync_every``, at most the sweep's blocks (a
+    larger E is the same chain as E = B, without its empty padding blocks); 1 unsharded."""
+    return 1 if axis_name is None else min(params.sync_every, num_blocks)
 
 
 def _delayed_blocks(block, carry, xs, sync_every: int, v: int, num_blocks: int, axis_name: str):
