@@ -20,10 +20,29 @@ from .errors import (  # noqa: E402
     ShardLayoutWarning,
     UnknownWordsWarning,
 )
-from . import distributed, metrics  # noqa: E402
-from .estimators import (  # noqa: E402
-    DMM, DPMM, DPMRM, HDP, LDA, PTM, FittedModel, SentenceLDA, TransformInfo, load,
-)
+from . import metrics  # noqa: E402
+
+# What needs JAX is imported on first use (PEP 562): `import jaxtopics` and the command line's
+# argument parsing stay light (no `import jax`, ~1.5 s), so `jaxtopics --help` is instant and a
+# Ctrl-C while JAX loads ends the command with its message instead of a traceback.
+_FROM_ESTIMATORS = ("DMM", "DPMM", "DPMRM", "HDP", "LDA", "PTM", "FittedModel", "SentenceLDA",
+                    "TransformInfo", "load")
+
+
+def __getattr__(name: str):
+    import importlib
+    if name == "distributed":
+        return importlib.import_module(".distributed", __name__)
+    if name in _FROM_ESTIMATORS:
+        value = getattr(importlib.import_module(".estimators", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "__version__",

@@ -292,6 +292,22 @@ def test_ctrl_c_ends_with_status_130_and_names_the_checkpoint(tmp_path):
     assert jt.load(out / "model.jtm").sweeps_done % 5 == 0
 
 
+def test_ctrl_c_while_jax_loads_ends_with_status_130(tmp_path):
+    """Review: Ctrl-C in the first second (while `import jax` runs) printed a traceback.
+    `import jaxtopics.cli` no longer imports JAX (the package's JAX parts load on first use),
+    and an interrupt while the parser loads them ends with one line."""
+    entry = ("import os, signal, sys, threading; "
+             "signal.signal(signal.SIGINT, signal.default_int_handler); "
+             "from jaxtopics.cli import main; assert 'jax' not in sys.modules, 'jax imported'; "
+             "threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT)).start(); "
+             "sys.exit(main(sys.argv[1:]))")
+    r = subprocess.run([sys.executable, "-c", entry, "fit", "--num-topics", "2", "--input",
+                        str(_docs(tmp_path)), "--out", str(tmp_path / "o"), "--no-progress"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 130, r.stderr
+    assert "Traceback" not in r.stderr and "jaxtopics: interrupted" in r.stderr
+
+
 def test_fit_into_a_pipe_that_closes_early_still_writes_out(tmp_path):
     """Review: `jaxtopics fit ... | head -c 10` ended the fit with status 141 and wrote nothing;
     the reader leaving now only silences the rest of the output. The status is still 141 (a later
