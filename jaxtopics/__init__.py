@@ -22,9 +22,9 @@ from .errors import (  # noqa: E402
 )
 from . import metrics  # noqa: E402
 
-# What needs JAX is imported on first use (PEP 562): `import jaxtopics` and the command line's
-# argument parsing stay light (no `import jax`, ~1.5 s), so `jaxtopics --help` is instant and a
-# Ctrl-C while JAX loads ends the command with its message instead of a traceback.
+# What needs JAX is imported on first use (PEP 562): `import jaxtopics` (corpora, metrics,
+# errors) stays light, and the command line imports JAX (~1.5 s) inside its own Ctrl-C handling,
+# so an interrupt while JAX loads ends the command with its one line instead of a traceback.
 _FROM_ESTIMATORS = ("DMM", "DPMM", "DPMRM", "HDP", "LDA", "PTM", "FittedModel", "SentenceLDA",
                     "TransformInfo", "load")
 
