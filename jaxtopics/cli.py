@@ -482,7 +482,7 @@ def main(argv: list[str] | None = None) -> int:
         # be waiting for it in a collective (JAX's heartbeat then ends those). So does a command
         # ended by Ctrl-C (its checkpoint is whole): the interpreter's teardown after an
         # interrupt in the middle of an XLA compile could segfault (5 of 16 interrupts 2.0-2.35 s
-        # into a fit). A call of main() from Python returns.
+        # into a fit). Only as the command (argv None): main(argv) called from Python returns.
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
