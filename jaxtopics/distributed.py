@@ -26,8 +26,9 @@ What a model module declares to be sharded (module-level hooks; this file never 
   offset when gathered).
 - ``shard_sizes(data) -> dict[str, int]``: the sizes of a shard's layout, among them the real
   length of every axis of ``SHARD_FIELDS``; ``pad_shard(data, sizes) -> Data``: the layout
-  padded to `sizes` (the largest over the shards). Padding items are visited by no block and, in
-  a state that ``recount_shard`` made, counted in no table.
+  padded to `sizes` (the largest over the shards; optional ``SHARD_SUMMED_SIZES``: the names of
+  sizes that are bounds of global quantities, summed over the shards instead). Padding items
+  are visited by no block and, in a state that ``recount_shard`` made, counted in no table.
 - ``recount_shard(state, data, params, sizes) -> State``: a shard's state with every table
   rebuilt from its latents (padding counted nowhere; `sizes` are the shard's real sizes); its
   global tables are the shard's part, which ``init`` and ``recount`` sum over the shards.
@@ -369,7 +370,9 @@ def prepare(corpus: Corpus, params: Any, num_shards: int,
     names = list(module.shard_sizes(parts[0]))
     local = np.array([[int(module.shard_sizes(p)[k]) for p in parts] for k in names], np.int64)
     all_sizes = _allgather_host(local).transpose(1, 0, 2).reshape(len(names), -1)   # [keys, shards]
-    top = {k: int(all_sizes[i].max()) for i, k in enumerate(names)}
+    summed = getattr(module, "SHARD_SUMMED_SIZES", ())
+    top = {k: int(all_sizes[i].sum() if k in summed else all_sizes[i].max())
+           for i, k in enumerate(names)}
     padded = [module.pad_shard(p, top) for p in parts]
     stack = jnp.asarray if processes == 1 else np.asarray
     data = jax.tree.map(lambda *a: stack(np.stack([np.asarray(x) for x in a])), *padded)

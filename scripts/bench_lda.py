@@ -103,6 +103,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                     help="timed sweeps (the same number of warm-up sweeps runs first)")
     ap.add_argument("--samplers", default="parallel,parallel-1thread,parallel-2dev,parallel-mh",
                     help=f"comma-separated jaxtopics engines from {sorted(JAX_ENGINES)}")
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="rounds of every engine, interleaved (engine A, B, ..., A, B, ...); the "
+                         "table shows each engine's median round and the range (noisy machines)")
     ap.add_argument("--alpha", type=float, default=0.1)
     ap.add_argument("--beta", type=float, default=0.01)
     ap.add_argument("--sync-every", type=int, default=None,
@@ -318,6 +321,17 @@ def run_child(args, corpus_file: str, engine: str, k: int, scale: str = "1") -> 
     return dict(engine=engine, k=k, scale=scale, error=f"exit {proc.returncode}")
 
 
+def _median_round(runs: list[dict]) -> dict:
+    """One engine's rounds: the round of median tokens/s (the lower one of an even count), with
+    every round's tokens/s under "rounds_tokens_per_s"; a failed round fails the engine."""
+    failed = [r for r in runs if "error" in r]
+    if failed:
+        return failed[0]
+    ordered = sorted(runs, key=lambda r: r["tokens_per_s"])
+    return dict(ordered[(len(ordered) - 1) // 2],
+                rounds_tokens_per_s=[r["tokens_per_s"] for r in runs])
+
+
 def _fmt(x, spec: str, none: str = "-") -> str:
     return none if x is None else format(x, spec)
 
@@ -335,7 +349,10 @@ def print_table(results: list[dict]) -> None:
             print(f"| {r['engine']} | {r['k']} | {r['error']} | | | | | | |")
             continue
         ratio = r["tokens_per_s"] / ref[r["k"]] if r["k"] in ref else None
-        print(f"| {r['label']} | {r['k']} | {r['tokens_per_s'] / 1e6:.2f} | "
+        rounds = r.get("rounds_tokens_per_s", [])
+        spread = (f" ({min(rounds) / 1e6:.2f}-{max(rounds) / 1e6:.2f})" if len(rounds) > 1
+                  else "")
+        print(f"| {r['label']} | {r['k']} | {r['tokens_per_s'] / 1e6:.2f}{spread} | "
               f"{_fmt(ratio, '.2f')}{'' if ratio is None else 'x'} | {r['timed_s'] / r['sweeps']:.3f} | "
               f"{r['warmup_s']:.1f} ({_fmt(r['compile_s'], '.1f')}) | {r['ll_per_token']:.4f} | "
               f"{r['rss_peak_mb']:.0f} ({r['rss_delta_mb']:+.0f}) | "
@@ -355,6 +372,8 @@ def main() -> None:
     bad = [x for x in samplers if x not in JAX_ENGINES]
     if bad:
         sys.exit(f"unknown --samplers {bad}; choose from {sorted(JAX_ENGINES)}")
+    if args.repeats < 1:
+        sys.exit(f"--repeats must be >= 1, got {args.repeats}")
     engines = list(samplers)
     tp_version = None
     if args.skip_tomotopy:
@@ -389,8 +408,9 @@ def main() -> None:
                  num_words=corpus.num_words)
         del corpus
         for k in ks:
-            for engine in engines:
-                results.append(run_child(args, corpus_file, engine, k))
+            rounds = [[run_child(args, corpus_file, engine, k) for engine in engines]
+                      for _ in range(args.repeats)]
+            results += [_median_round([r[i] for r in rounds]) for i in range(len(engines))]
         scaling = None
         if not args.skip_scaling and ks:
             base = next((r for r in results if r.get("engine") == "parallel"
@@ -413,6 +433,9 @@ def main() -> None:
     print()
     print_table(results)
     print()
+    if args.repeats > 1:
+        print(f"median of {args.repeats} interleaved rounds (range in brackets); the ratio is "
+              f"of the medians.")
     print("tokens/s = N x timed sweeps / wall time of sweeps S+1..2S (block_until_ready); "
           "warm-up = compile + sweeps 1..S (tomotopy: first train()); peak RSS = ru_maxrss of the "
           "engine's own subprocess (whole life, incl. imports), Δ = the engine's own peak (VmHWM "

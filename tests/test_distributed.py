@@ -262,6 +262,30 @@ def test_sync_every_beyond_the_blocks_is_once_a_sweep(corpus):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y), err_msg=name)
 
 
+def test_count_bound_is_the_whole_corpus_s():
+    """A shard's word-topic table holds the whole corpus's counts: its bound on a cell (which
+    decides whether the sweeps may carry the tables as uint16) is the sum of the shards' own
+    bounds, not the largest. Here word 0 has 45,000 tokens on each of two shards: 90,000 in
+    all, in one topic (K=1): the tables stay int32 and the counts stay exact."""
+    words = np.zeros(100000, np.int32)
+    words[::10] = 1
+    offsets = np.append(np.arange(0, words.size, 400), words.size)
+    big = Corpus.from_arrays(words, offsets, ["a", "b"])
+    params = lda.Params(num_topics=1, num_blocks=4)
+    mesh = dist.make_mesh(2, CPUS)
+    sdata = dist.prepare(big, params, 2)
+    local = [lda.prepare(big.subset(ix), params).count_bound
+             for ix in dist.split_documents(big, 2)]
+    assert local == [45000, 45000] and sdata.data.count_bound == 90000
+    state, sdata = dist.place(dist.init(jax.random.key(0), sdata, params), sdata, mesh)
+    assert dist.Sharded(lda, mesh).to_carry(state, sdata, params).word_topic.dtype == jnp.int32
+    state = _sweeps(jax.random.key(1), state, sdata, params, mesh, 2)
+    merged = dist.gather(state, sdata)
+    recount = lda.state_from_assignments(merged.z[:-1], lda.prepare(big, params), params)
+    for name, a, b in zip(lda.State._fields, merged, recount):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=name)
+
+
 @pytest.mark.parametrize("sync_every", [1, 3, 4])
 def test_driver_chunks_carry_the_block_layout_bitwise(corpus, sync_every):
     """fit.run_chunk converts a sharded LDA state to the sweeps' carry layout once per chunk

@@ -13,6 +13,7 @@ statistics; tolerances are derived from the number of draws, not from the observ
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import math
@@ -459,6 +460,48 @@ def test_driver_chunks_are_the_plain_sweeps_bitwise(settings):
                              jnp.int32(2), jnp.int32(6))
     for name, a, b in zip(lda.State._fields, got, expected):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=name)
+
+
+def _one_frequent_word_corpus(count: int) -> Corpus:
+    """Word 0 occurs `count` times, words 1..5 20,000 times in all, in documents of 500 tokens."""
+    rng = np.random.default_rng(0)
+    words = np.concatenate([np.zeros(count, np.int32), rng.integers(1, 6, 20000).astype(np.int32)])
+    rng.shuffle(words)
+    offsets = np.append(np.arange(0, words.size, 500), words.size)
+    return Corpus.from_arrays(words, offsets, [f"w{i}" for i in range(6)])
+
+
+def test_narrow_carry_is_the_int32_chain_bitwise_up_to_its_limit():
+    """On the CPU the exact parallel kernel carries n_dk and n_kw as uint16 when no cell can
+    exceed 65535 (``Data.count_bound``): the chain is the one of int32 tables, bitwise, here
+    with a word of exactly 65,535 tokens, and a cell holding all of them survives the round
+    trip. One more token and the tables stay int32."""
+    from jaxtopics.fit import run_chunk
+
+    narrow = jnp.uint16 if jax.default_backend() == "cpu" else jnp.int32
+    corpus = _one_frequent_word_corpus(65535)
+    params = lda.Params(num_topics=3, num_blocks=8)
+    data = lda.prepare(corpus, params)
+    assert data.count_bound == 65535
+    assert lda.prepare(_one_frequent_word_corpus(65536), params).count_bound == 65536
+    wide = dataclasses.replace(data, count_bound=65536)
+    full = lda.state_from_assignments(jnp.zeros(corpus.num_tokens, jnp.int32), data, params)
+    assert int(full.word_topic[0, 0]) == 65535
+    carry = lda.to_carry(full, data, params)
+    assert carry.word_topic.dtype == carry.doc_topic.dtype == narrow
+    assert lda.to_carry(full, wide, params).word_topic.dtype == jnp.int32
+    for a, b in zip(lda.from_carry(carry, data, params), full):
+        assert a.dtype == jnp.int32
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+    state = lda.init(jax.random.key(0), data, params)
+    key = jax.random.key(1)
+    got = [run_chunk(lda, params, d, jax.tree.map(jnp.copy, state), key, jnp.int32(0),
+                     jnp.int32(3))[0] for d in (data, wide)]
+    for name, a, b in zip(lda.State._fields, *got):
+        assert a.dtype == jnp.int32, name
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=name)
+    _assert_consistent(got[0], params, data, batched=False)
 
 
 def test_driver_chunks_hold_no_per_token_temporary_beyond_the_carried_topics():

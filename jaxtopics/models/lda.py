@@ -75,6 +75,9 @@ SHARDABLE = True
 SHARD_FIELDS = {"z": "tokens", "doc_topic": "docs"}
 #: the ``init`` settings ``distributed.init`` supports (the facade shards any initial state)
 SHARD_INITS = ("random",)
+#: ``shard_sizes`` entries that ``jaxtopics.distributed`` sums over the shards (bounds of global
+#: quantities): a word's count in the whole corpus is at most the sum of the shards' largest
+SHARD_SUMMED_SIZES = ("count_bound",)
 #: parameters added after model files of format 2 were written, with the value older files ran
 #: with (not today's default); every other parameter must be in a model file
 PARAMS_ADDED_LATER = {"sync_every": 1}
@@ -128,7 +131,10 @@ class Data:
     doc_start, doc_len: [D] token range of each document; word_start, word_len: [V] range of each
     word in word_members. word_members: [N] token positions sorted by word, and word_rank: [B, C]
     each token's place among its word's tokens: the MH kernel's proposals only (``mh_steps > 0``;
-    None otherwise). num_tokens: N (static).
+    None otherwise). num_tokens: N (static). count_bound (static): a bound on every cell of the
+    doc-topic and word-topic tables, the longest document's length or the most frequent word's
+    count, whichever is larger (for a shard: of the whole corpus); it lets the exact parallel
+    kernel carry those tables narrow (:func:`to_carry`).
     """
 
     word: Array
@@ -140,11 +146,12 @@ class Data:
     word_members: Array | None
     word_rank: Array | None
     num_tokens: int
+    count_bound: int = 2**31 - 1
 
 
 jax.tree_util.register_dataclass(
     Data, data_fields=["word", "doc", "doc_start", "doc_len", "word_start", "word_len",
-                       "word_members", "word_rank"], meta_fields=["num_tokens"])
+                       "word_members", "word_rank"], meta_fields=["num_tokens", "count_bound"])
 
 
 class State(NamedTuple):
@@ -245,7 +252,8 @@ def prepare(corpus: Corpus, params: Params) -> Data:
         doc_start=jnp.asarray(corpus.doc_offsets[:-1].astype(np.int32)),
         doc_len=jnp.asarray(corpus.doc_lengths.astype(np.int32)),
         word_start=jnp.asarray(word_start), word_len=jnp.asarray(word_len),
-        word_members=members, word_rank=rank, num_tokens=n)
+        word_members=members, word_rank=rank, num_tokens=n,
+        count_bound=int(max(word_len.max(initial=0), corpus.doc_lengths.max(initial=0))))
 
 
 def _sizes(data: Data) -> tuple[int, int, int]:
@@ -453,9 +461,16 @@ def to_carry(state: State, data: Data, params: Params, axis_name: str | None = N
     layout of ``data`` ([B, C], slot (b, c) = token b + B c; slots past N hold 0), plus
     one empty row when a delayed exchange pads the blocks (``sync_every`` not dividing B). The
     driver converts once per jitted chunk of sweeps (``fit.run_chunk``), so no sweep transposes
-    z. Other kernels carry the state as it is."""
+    z. On the CPU, when every count fits (``data.count_bound`` <= 65535), doc_topic and
+    word_topic travel as uint16: half the bytes for the draw's row reads and the moves' writes,
+    the same chain bitwise (the updates wrap modulo 2^16 and every result fits); 1.2x faster
+    K=500 sweeps on 2 CPU devices, whose two copies of n_.w then share the cache. Other
+    kernels carry the state as it is."""
     if not _carries_blocks(params):
         return state
+    if _narrow_counts(data):
+        state = state._replace(doc_topic=state.doc_topic.astype(_NARROW),
+                               word_topic=state.word_topic.astype(_NARROW))
     n = data.num_tokens
     num_blocks, width = data.word.shape
     z = to_strided(state.z[:n], num_blocks, width=width)
@@ -470,7 +485,19 @@ def from_carry(carry: State, data: Data, params: Params) -> State:
     if not _carries_blocks(params):
         return carry
     z = from_strided(carry.z[:data.word.shape[0]], data.num_tokens)
-    return carry._replace(z=jnp.append(z, 0))
+    return carry._replace(z=jnp.append(z, 0), doc_topic=carry.doc_topic.astype(jnp.int32),
+                          word_topic=carry.word_topic.astype(jnp.int32))
+
+
+#: the dtype of the carried doc-topic and word-topic tables when every count fits in it
+_NARROW = jnp.uint16
+
+
+def _narrow_counts(data: Data) -> bool:
+    """Whether the exact parallel kernel carries its count tables as ``_NARROW``: on the CPU
+    (a GPU's scatter-add has no 16-bit atomics) when no cell can exceed its range."""
+    return (jax.default_backend() == "cpu"
+            and data.count_bound <= int(jnp.iinfo(_NARROW).max))
 
 
 def sweep_carry(key: Array, carry: State, data: Data, params: Params,
@@ -634,9 +661,11 @@ def check_shard_params(params: Params) -> None:
 
 
 def shard_sizes(data: Data) -> dict[str, int]:
-    """The sizes of a shard's layout: tokens, documents and the block layout's width."""
+    """The sizes of a shard's layout: tokens, documents, the block layout's width and the bound
+    on its count cells (summed over the shards: ``SHARD_SUMMED_SIZES``)."""
     n, d, _ = _sizes(data)
-    return {"tokens": n, "docs": d, "block_width": data.word.shape[1]}
+    return {"tokens": n, "docs": d, "block_width": data.word.shape[1],
+            "count_bound": data.count_bound}
 
 
 def pad_shard(data: Data, sizes: dict[str, int]) -> Data:
@@ -648,7 +677,8 @@ def pad_shard(data: Data, sizes: dict[str, int]) -> Data:
     return Data(word=pad_array(data.word, (b, width), fill=v), doc=pad_array(data.doc, (b, width)),
                 doc_start=pad_array(data.doc_start, (d_max,)), doc_len=pad_array(data.doc_len, (d_max,)),
                 word_start=np.asarray(data.word_start), word_len=np.asarray(data.word_len),
-                word_members=None, word_rank=None, num_tokens=n_max)
+                word_members=None, word_rank=None, num_tokens=n_max,
+                count_bound=sizes.get("count_bound", data.count_bound))
 
 
 def recount_shard(state: State, data: Data, params: Params, sizes: dict) -> State:
