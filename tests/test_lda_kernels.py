@@ -504,6 +504,20 @@ def test_narrow_carry_is_the_int32_chain_bitwise_up_to_its_limit():
     _assert_consistent(got[0], params, data, batched=False)
 
 
+@pytest.mark.parametrize("k", [1, 50, 46340, 46341])
+def test_exchanged_moves_unpack_to_what_was_packed(k):
+    """A sharded sweep exchanges a block's moves as (word, old K + new) while K^2 fits in int32
+    and as (word, old, new) beyond; slots without a token (word V) unpack with weight 0."""
+    rng = np.random.default_rng(k)
+    v = 7
+    word, old, new = (jnp.asarray(rng.integers(0, hi, 500), jnp.int32) for hi in (v + 1, k, k))
+    packed = lda._pack_moves(word, old, new, k)
+    assert len(packed) == (2 if k <= 46340 else 3)
+    got = lda._unpack_moves(packed, v, k)
+    for a, b in zip(got, (word, old, new, (word < v).astype(jnp.int32))):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
 def test_driver_chunks_hold_no_per_token_temporary_beyond_the_carried_topics():
     """The memory budget of an exact parallel fit: besides Data (8 bytes per token) and the
     donated State, a jitted chunk of sweeps (fit.run_chunk) holds one [N] int32 buffer, z in

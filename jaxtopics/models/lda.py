@@ -560,7 +560,7 @@ def _blocked_sweep(key: Array, state: State, data: Data, params: Params,
             u = block_uniforms(key, b, (params.mh_steps, 4, width))
             new = _mh_block_draw(u, pos, doc, word, rank, old, st, data, params, v)
         st = _apply_moves(st, pos, doc, word, old, new, valid, None if delayed else axis_name)
-        moves = (word, old, new, valid.astype(jnp.int32)) if delayed else None
+        moves = _pack_moves(word, old, new, params.num_topics) if delayed else None
         changed = changed + jnp.sum(valid & (new != old), dtype=jnp.int32)
         return (st, changed, pending), moves
 
@@ -602,13 +602,27 @@ def _delayed_blocks(block, carry, xs, sync_every: int, v: int, num_blocks: int, 
     def group(carry, gxs):
         carry, moves = jax.lax.scan(block, carry, gxs)
         # a shard's own moves are applied already: only the other shards' are scattered
-        word, old, new, weight = exchange_others(axis_name, *(m.reshape(-1) for m in moves))
+        packed = exchange_others(axis_name, *(m.reshape(-1) for m in moves))
+        word, old, new, weight = _unpack_moves(packed, v, carry[0].topic.shape[0])
         st = carry[0]
         st = st._replace(word_topic=move_counts(st.word_topic, word, old, new, weight),
                          topic=move_counts(st.topic, None, old, new, weight))
         return (st,) + carry[1:], None
 
     return jax.lax.scan(group, carry, xs)[0]
+
+
+def _pack_moves(word: Array, old: Array, new: Array, k: int) -> tuple[Array, ...]:
+    """A block's word-topic moves as few int32 arrays for the exchange: (word, old K + new)
+    where K^2 fits in int32, else (word, old, new); a slot without a token has word V."""
+    return (word, old * k + new) if k * k < 2**31 else (word, old, new)
+
+
+def _unpack_moves(packed: tuple[Array, ...], v: int, k: int) -> tuple[Array, Array, Array, Array]:
+    """(word, old, new, weight) of :func:`_pack_moves`' arrays (weight 0 where word = V)."""
+    word, *topics = packed
+    old, new = (topics[0] // k, topics[0] % k) if len(topics) == 1 else topics
+    return word, old, new, (word < v).astype(jnp.int32)
 
 
 def _uncollapsed_sweep(key: Array, state: State, data: Data, params: Params) -> tuple[State, SweepInfo]:
