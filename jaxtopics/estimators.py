@@ -71,6 +71,10 @@ class FittedModel:
     label_names: tuple[str, ...] | None = None
     #: devices the chain has run on so far (None: one); ``resume`` keeps it unless told otherwise
     shards: int | None = None
+    #: processes those devices belonged to (a multi-process run splits the documents between
+    #: its processes first, so 2 processes x 2 devices is another chain than 1 x 4); None:
+    #: not recorded (a sharded run saved before 2026-12-03)
+    processes: int | None = 1
 
     def __init__(self, model: str, params: Any, vocab: tuple[str, ...], seed: int,
                  state: Any, data: Any, corpus_fingerprint: str, sweeps_done: int,
@@ -260,18 +264,28 @@ class FittedModel:
         model, data, state, to_global = self._module, self._data, self._state, (lambda st: st)
         devices = resolve_devices(self._module, self.params, corpus,
                                   self.shards if devices is None else devices)
+        processes = jax.process_count()
         if (devices or 1) != (self.shards or 1) and self.sweeps_done > 0:
             same = (f"pass devices={self.shards or 1} (on the command line: --devices "
                     f"{self.shards or 1}) to continue the same chain")
-            if jax.process_count() > 1:        # the CLI's --devices counts one process's devices
-                per = (self.shards or 1) / jax.process_count()
+            if processes > 1:                  # the CLI's --devices counts one process's devices
+                per = (self.shards or 1) / processes
                 same = (f"pass devices={self.shards or 1}, the total over all processes, to "
                         "continue the same chain; on the command line leave --devices out"
                         + (f" or give --devices {int(per)}" if per == int(per) else ""))
             warnings.warn(f"this chain ran on {self.shards or 1} device(s) so far and continues on "
                           f"{devices or 1}: the result differs from an uninterrupted run ({same})",
                           ShardLayoutWarning, stacklevel=2)
+        elif (self.processes not in (None, processes) and self.sweeps_done > 0
+              and (devices or 1) > 1):
+            warnings.warn(f"this chain ran on {self.shards} devices of {self.processes} "
+                          f"process(es) so far and continues on {devices} devices of {processes}: "
+                          f"the documents may be split between the devices differently, so the "
+                          f"result can differ from an uninterrupted run (run it with "
+                          f"{self.processes} process(es) to continue the same chain)",
+                          ShardLayoutWarning, stacklevel=2)
         self.shards = devices if devices and devices > 1 else None     # 1 shard == the plain run
+        self.processes = processes if self.shards else 1
         if devices is not None:
             model, data, state, to_global = self._sharded(corpus, devices)
 
@@ -369,7 +383,7 @@ class FittedModel:
         options = self.text_options
         meta = {"model": self.model, "params": self.params._asdict(), "seed": self.seed,
                 "sweeps_done": self.sweeps_done, "num_tokens": self.num_tokens,
-                "shards": self.shards or 1,
+                "shards": self.shards or 1, "processes": self.processes,
                 "num_docs": int(self.doc_topic.shape[0]),
                 "text_options": None if options is None else options.to_json(),
                 "label_names": None if self.label_names is None else list(self.label_names),
@@ -429,6 +443,10 @@ def load(path: str | os.PathLike) -> FittedModel:
     shards = 1 if "shards" not in meta else _meta_value(
         meta, "shards", path, lambda v, n: check_int(v, n, low=1, high=num_docs))
     model.shards = None if shards == 1 else shards
+    # files of a sharded run from before the process count was recorded: unknown (None)
+    model.processes = (1 if model.shards is None else None if "processes" not in meta else
+                       _meta_value(meta, "processes", path,
+                                   lambda v, n: check_int(v, n, low=1, high=shards)))
     if names is not None:
         model.label_names = tuple(names)
     if CHECKSUM_KEY not in meta:

@@ -105,7 +105,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                     help=f"comma-separated jaxtopics engines from {sorted(JAX_ENGINES)}")
     ap.add_argument("--repeats", type=int, default=1,
                     help="rounds of every engine, interleaved (engine A, B, ..., A, B, ...); the "
-                         "table shows each engine's median round and the range (noisy machines)")
+                         "table shows each engine's median round (of an even count, the slower "
+                         "middle one) and the range, over the rounds that ran (noisy machines)")
     ap.add_argument("--alpha", type=float, default=0.1)
     ap.add_argument("--beta", type=float, default=0.01)
     ap.add_argument("--sync-every", type=int, default=None,
@@ -306,7 +307,7 @@ def run_child(args, corpus_file: str, engine: str, k: int, scale: str = "1") -> 
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, timeout=args.child_timeout,
                               env={**os.environ, **ENGINE_ENV.get(engine, {})})
     except subprocess.TimeoutExpired:
-        _log(f"   timed out after {args.child_timeout:.0f} s")
+        _log(f"   timed out after {args.child_timeout:g} s")
         return dict(engine=engine, k=k, scale=scale, error="timeout")
     wall = time.perf_counter() - t
     for line in proc.stdout.splitlines():
@@ -322,14 +323,15 @@ def run_child(args, corpus_file: str, engine: str, k: int, scale: str = "1") -> 
 
 
 def _median_round(runs: list[dict]) -> dict:
-    """One engine's rounds: the round of median tokens/s (the lower one of an even count), with
-    every round's tokens/s under "rounds_tokens_per_s"; a failed round fails the engine."""
-    failed = [r for r in runs if "error" in r]
-    if failed:
-        return failed[0]
-    ordered = sorted(runs, key=lambda r: r["tokens_per_s"])
-    return dict(ordered[(len(ordered) - 1) // 2],
-                rounds_tokens_per_s=[r["tokens_per_s"] for r in runs])
+    """One engine's rounds: the round of median tokens/s among those that ran (of an even
+    count, the slower middle one), with every such round's tokens/s under "rounds_tokens_per_s"
+    and the number that failed under "failed_rounds"; the first failure if none ran."""
+    ran = [r for r in runs if "error" not in r]
+    if not ran:
+        return runs[0]
+    ordered = sorted(ran, key=lambda r: r["tokens_per_s"])
+    return dict(ordered[(len(ordered) - 1) // 2], failed_rounds=len(runs) - len(ran),
+                rounds_tokens_per_s=[r["tokens_per_s"] for r in ran])
 
 
 def _fmt(x, spec: str, none: str = "-") -> str:
@@ -349,9 +351,10 @@ def print_table(results: list[dict]) -> None:
             print(f"| {r['engine']} | {r['k']} | {r['error']} | | | | | | |")
             continue
         ratio = r["tokens_per_s"] / ref[r["k"]] if r["k"] in ref else None
-        rounds = r.get("rounds_tokens_per_s", [])
-        spread = (f" ({min(rounds) / 1e6:.2f}-{max(rounds) / 1e6:.2f})" if len(rounds) > 1
-                  else "")
+        rounds, failed = r.get("rounds_tokens_per_s", []), r.get("failed_rounds", 0)
+        notes = ([f"{min(rounds) / 1e6:.2f}-{max(rounds) / 1e6:.2f}"] if len(rounds) > 1 else []) \
+            + ([f"{failed} of {failed + len(rounds)} rounds failed"] if failed else [])
+        spread = f" ({'; '.join(notes)})" if notes else ""
         print(f"| {r['label']} | {r['k']} | {r['tokens_per_s'] / 1e6:.2f}{spread} | "
               f"{_fmt(ratio, '.2f')}{'' if ratio is None else 'x'} | {r['timed_s'] / r['sweeps']:.3f} | "
               f"{r['warmup_s']:.1f} ({_fmt(r['compile_s'], '.1f')}) | {r['ll_per_token']:.4f} | "
@@ -368,12 +371,15 @@ def main() -> None:
     import jax
 
     ks = [int(x) for x in args.ks.split(",") if x]
+    if not ks or min(ks) < 1:
+        sys.exit(f"--ks must be numbers of topics >= 1, got {args.ks!r}")
     samplers = [x for x in args.samplers.split(",") if x]
     bad = [x for x in samplers if x not in JAX_ENGINES]
     if bad:
         sys.exit(f"unknown --samplers {bad}; choose from {sorted(JAX_ENGINES)}")
-    if args.repeats < 1:
-        sys.exit(f"--repeats must be >= 1, got {args.repeats}")
+    for name in ("repeats", "sweeps"):
+        if getattr(args, name) < 1:
+            sys.exit(f"--{name} must be >= 1, got {getattr(args, name)}")
     engines = list(samplers)
     tp_version = None
     if args.skip_tomotopy:

@@ -236,7 +236,7 @@ def test_the_device_count_is_part_of_the_saved_chain(corpus, tmp_path):
     part = model.fit(corpus, num_sweeps=3, seed=2, progress=False, devices=2)
     part.save(tmp_path / "m.jtm")
     loaded = jt.load(tmp_path / "m.jtm")
-    assert loaded.shards == 2 and "devices=2" in loaded.summary()
+    assert loaded.shards == 2 and loaded.processes == 1 and "devices=2" in loaded.summary()
     with warnings.catch_warnings():
         warnings.simplefilter("error")              # the same layout: no warning
         resumed = loaded.resume(corpus, 3, progress=False)
@@ -245,6 +245,16 @@ def test_the_device_count_is_part_of_the_saved_chain(corpus, tmp_path):
         part.resume(corpus, 1, progress=False, devices=1)
     assert "pass devices=2 (on the command line: --devices 2)" in str(caught[0].message)
     assert part.shards is None
+    # the same device count over another number of processes splits the documents otherwise
+    # (2 processes x 2 devices is not 1 x 4): recorded in the file, and said on resume
+    loaded.processes = 2
+    loaded.save(tmp_path / "two.jtm")
+    two = jt.load(tmp_path / "two.jtm")
+    assert two.processes == 2
+    with pytest.warns(jt.ShardLayoutWarning, match="2 devices of 2 process.*continues on 2 "
+                                                   "devices of 1"):
+        two.resume(corpus, 1, progress=False)
+    assert two.processes == 1 and jt.load(tmp_path / "m.jtm").processes == 1
     hdp = jt.HDP().fit(jt.Corpus.from_token_lists([["a", "b"], ["b", "c"]] * 3), num_sweeps=1,
                        progress=False, devices=1)           # one device: any model
     assert hdp.sweeps_done == 1 and hdp.shards is None

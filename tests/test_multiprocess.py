@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jax
 import numpy as np
 import pytest
 
@@ -125,6 +126,11 @@ def test_two_processes_two_devices_each_resume_bitwise(tmp_path, reuters, reuter
     # the saved fingerprint is the whole corpus's, so the chain continues in one process too
     # (another layout: a warning, not a refusal)
     assert a.corpus_fingerprint == reuters.fingerprint(version=2)
+    assert a.processes == 2
+    if len(jax.devices()) >= 4:     # 4 devices of one process split the documents otherwise
+        with pytest.warns(jt.ShardLayoutWarning, match="4 devices of 2 process"):
+            four = jt.load(straight / "model.jtm").resume(reuters, 1, progress=False, devices=4)
+        _check_counts(four, reuters)
     with pytest.warns(jt.ShardLayoutWarning, match="ran on 4 device"):
         one = a.resume(reuters, 1, eval_every=1, progress=False, devices=1)
     assert one.sweeps_done == 13 and one.shards is None
