@@ -426,7 +426,10 @@ def _draw_chunk(params: Params, block_size: int) -> int:
     1.2-1.5x faster K=500 sweeps with 1024- than with 8192-token chunks). The block is split
     into equal chunks, of a multiple of ``ops.LANE_MULTIPLE`` tokens (whole SIMD vectors) when
     that pads by at most 1/16.
-    Chunking does not change the draws."""
+    Each token's draw uses its own uniform and count rows whatever the chunking, but the
+    matmul prefix sums' last bits may depend on the chunk's width on XLA:CPU (measured: 1024-
+    and 8192-token chunks gave two chains that part after a few sweeps, 512 and 2048 did not),
+    so ``chunk_size`` is part of a chain's settings like every other parameter."""
     chunk = params.chunk_size
     if jax.default_backend() == "cpu":
         chunk = min(chunk, max(64, _CPU_DRAW_ELEMENTS // params.num_topics))
