@@ -127,7 +127,8 @@ def _is_sharded(module: ModuleType, name: str) -> bool:
 
 def split_documents(corpus: Corpus, num_shards: int) -> list[np.ndarray]:
     """Contiguous document ranges, one per shard, with about equal token counts (every shard
-    gets at least one document). Returns the document indices of each shard."""
+    gets at least one document that holds tokens; empty documents are refused only where fewer
+    than `num_shards` documents hold any). Returns the document indices of each shard."""
     if not isinstance(num_shards, (int, np.integer)) or num_shards < 1:
         raise ParameterError(f"num_shards must be a positive integer, got {num_shards!r}")
     if num_shards > corpus.num_docs:
@@ -135,12 +136,21 @@ def split_documents(corpus: Corpus, num_shards: int) -> list[np.ndarray]:
                  f"process {jax.process_index()}'s share of the corpus:")   # its own documents
         raise ParameterError(f"{num_shards} devices (shards) are more than {whose} "
                              f"{corpus.num_docs} document{'s' if corpus.num_docs != 1 else ''}")
-    bounds = balanced_ranges(corpus.doc_lengths, num_shards)
-    shards = [np.arange(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
-    empty = [s for s, ix in enumerate(shards) if corpus.doc_lengths[ix].sum() == 0]
-    if empty:
-        raise ParameterError(f"{num_shards} devices (shards) leave shard(s) {empty} without tokens")
-    return shards
+    lengths = corpus.doc_lengths
+    bounds = balanced_ranges(lengths, num_shards)
+    if any(lengths[a:b].sum() == 0 for a, b in zip(bounds[:-1], bounds[1:])):
+        # balance the documents that hold tokens instead, each range starting at one of them
+        # (empty documents join the range before them); only where the plain rule left a shard
+        # without tokens, so that every split that worked before stays the same
+        holding = np.flatnonzero(lengths)
+        if holding.size < num_shards:
+            many = holding.size != 1
+            raise ParameterError(f"{num_shards} devices (shards) are more than the "
+                                 f"{holding.size} document{'s' if many else ''} that "
+                                 f"hold{'' if many else 's'} tokens")
+        inner = balanced_ranges(lengths[holding], num_shards)
+        bounds = [0, *(int(holding[j]) for j in inner[1:-1]), corpus.num_docs]
+    return [np.arange(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 def initialize(coordinator_address: str | None = None, num_processes: int | None = None,

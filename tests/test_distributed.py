@@ -63,8 +63,33 @@ def test_split_documents_rejects_impossible_shards(corpus):
     with pytest.raises(ParameterError, match="positive integer"):
         dist.split_documents(corpus, 0)
     sparse = Corpus.from_token_lists([["a", "b"], [], []])
-    with pytest.raises(ParameterError, match="without tokens"):
+    with pytest.raises(ParameterError, match="more than the 1 document that holds tokens"):
         dist.split_documents(sparse, 3)
+
+
+def test_split_documents_gives_every_shard_tokens_when_it_can(corpus):
+    """Where cutting at the token midpoints would leave a shard only empty documents, the
+    documents that hold tokens are balanced instead (empty ones join the range before them);
+    a split that had tokens everywhere stays as it was."""
+    lengths = [3, 0, 0, 2, 0, 0, 50, 0, 0, 0]
+    words = np.zeros(sum(lengths), np.int32)
+    skewed = Corpus.from_arrays(words, np.concatenate([[0], np.cumsum(lengths)]), ["a"])
+    for shards, starts in ((2, [0, 6]), (3, [0, 3, 6])):
+        parts = dist.split_documents(skewed, shards)
+        assert [int(ix[0]) for ix in parts] == starts
+        np.testing.assert_array_equal(np.concatenate(parts), np.arange(10))
+        assert all(skewed.doc_lengths[ix].sum() > 0 for ix in parts)
+    with pytest.raises(ParameterError, match="more than the 3 documents that hold tokens"):
+        dist.split_documents(skewed, 4)
+    params = lda.Params(num_topics=2, num_blocks=4)
+    state, sdata = _run(skewed, params, 2, 2)
+    merged = dist.gather(state, sdata)
+    recount = lda.state_from_assignments(merged.z[:-1], lda.prepare(skewed, params), params)
+    for name, a, b in zip(lda.State._fields, merged, recount):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=name)
+    for shards in (2, 3, 4):
+        bounds = dist.balanced_ranges(corpus.doc_lengths, shards)
+        assert [int(ix[0]) for ix in dist.split_documents(corpus, shards)] == bounds[:-1]
 
 
 def test_make_mesh_names_the_missing_devices():
