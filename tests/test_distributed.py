@@ -297,7 +297,7 @@ def test_sync_every_beyond_the_blocks_is_once_a_sweep(corpus):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y), err_msg=name)
 
 
-def test_count_bound_is_the_whole_corpus_s():
+def test_a_shards_count_bound_is_the_whole_corpus_s():
     """A shard's word-topic table holds the whole corpus's counts: its bound on a cell (which
     decides whether the sweeps may carry the tables as uint16) is the sum of the shards' own
     bounds, not the largest. Here word 0 has 45,000 tokens on each of two shards: 90,000 in

@@ -695,7 +695,7 @@ def pad_shard(data: Data, sizes: dict[str, int]) -> Data:
                 doc_start=pad_array(data.doc_start, (d_max,)), doc_len=pad_array(data.doc_len, (d_max,)),
                 word_start=np.asarray(data.word_start), word_len=np.asarray(data.word_len),
                 word_members=None, word_rank=None, num_tokens=n_max,
-                count_bound=sizes.get("count_bound", data.count_bound))
+                count_bound=sizes["count_bound"])
 
 
 def recount_shard(state: State, data: Data, params: Params, sizes: dict) -> State:
