@@ -28,7 +28,7 @@ import numpy as np
 from . import __version__
 from .corpus import Corpus, TextOptions, split_sentences
 from .errors import CorpusError, FormatError, ParameterError, ShardLayoutWarning, UnknownWordsWarning
-from .fit import TracePoint, chain_keys, run_sweeps
+from .fit import TracePoint, chain_keys, in_32_bits, run_sweeps
 from .io import CHECKSUM_KEY, decode_strings, encode_strings, load_model_file, save_model_file
 from .models import dmm, dpmm, dpmrm, hdp, lda, ptm, slda
 from .validate import INT32_MAX, check_int, check_positive_int, check_seed, seed_key
@@ -129,6 +129,7 @@ class FittedModel:
         """K: rows of ``topic_word`` (for nonparametric models, the active topics / clusters)."""
         return int(self._estimates()["phi"].shape[0])
 
+    @in_32_bits
     def _estimates(self) -> dict[str, np.ndarray]:
         """The model module's ``estimate(state, params)`` as numpy, cached until the state moves."""
         cache = self.__dict__.get("_estimate_cache")
@@ -162,10 +163,12 @@ class FittedModel:
         return self._estimates()["theta"]
 
     @property
+    @in_32_bits
     def assignments(self) -> np.ndarray:
         """Topic of every token [N] int32, aligned with ``corpus.word_ids``."""
         return np.asarray(self._module.assignments(self._state))
 
+    @in_32_bits
     def log_joint_per_token(self) -> float:
         """Collapsed log p(w, z) / N of the current state (tomotopy's ``ll_per_word``): the
         trace's last value when it was evaluated at this state (so a fitted model, its trace
@@ -224,6 +227,7 @@ class FittedModel:
 
     # -- continuing and persisting -----------------------------------------------------------
 
+    @in_32_bits
     def resume(self, corpus: Corpus, num_sweeps: int, *, eval_every: int = 10,
                progress: bool | None = None, checkpoint_every: int | None = None,
                checkpoint_path: str | os.PathLike | None = None,
@@ -326,6 +330,7 @@ class FittedModel:
         return (distributed.Sharded(self._module, mesh), sdata, state,
                 lambda st: distributed.gather(st, sdata))
 
+    @in_32_bits
     def transform(self, docs: Corpus | Iterable[str], num_sweeps: int = 50,
                   seed: int = 0) -> np.ndarray:
         """theta [D_new, K] for unseen documents (fold-in with the topics held fixed).
@@ -353,6 +358,7 @@ class FittedModel:
         theta = self._module.fold_in(key, self._state, data, self.params, num_sweeps)
         return np.asarray(theta)[:info.num_docs]
 
+    @in_32_bits
     def perplexity(self, corpus: Corpus, num_sweeps: int = 50, seed: int = 0) -> float:
         """Held-out perplexity exp(-log p(corpus) / N) of unseen documents (in log space), for the
         models whose module defines ``held_out_log_likelihood(key, state, data, params,
@@ -372,6 +378,7 @@ class FittedModel:
         ll = fn(key, self._state, data, self.params, num_sweeps)
         return float(np.exp(-float(ll) / info.num_tokens))
 
+    @in_32_bits
     def save(self, path: str | os.PathLike) -> None:
         """Write the model to one file (npz + json metadata, version-tagged, atomic)."""
         state = self._state            # every process of a multi-process run gathers it ...
@@ -392,6 +399,7 @@ class FittedModel:
         save_model_file(path, arrays, meta)
 
 
+@in_32_bits
 def load(path: str | os.PathLike) -> FittedModel:
     """Restore a model written by ``FittedModel.save`` (``resume`` needs the same corpus).
 
@@ -515,6 +523,7 @@ class _Estimator:
         if "name" in cls.__dict__:
             MODELS[cls.name] = cls
 
+    @in_32_bits
     def fit(self, corpus: Corpus, num_sweeps: int = 1000, seed: int = 0, *, eval_every: int = 10,
             progress: bool | None = None, checkpoint_every: int | None = None,
             checkpoint_path: str | os.PathLike | None = None,
@@ -1154,6 +1163,7 @@ class FittedHDP(FittedModel):
     """A fitted HDP chain: FittedModel's read-outs over the active topics (largest first), plus
     ``num_active_topics``, ``topic_sizes``, ``topic_tables`` and `to_lda`."""
 
+    @in_32_bits
     def to_lda(self, alpha: float | None = None, beta: float | None = None,
                sampler: str = "parallel", **options: Any) -> FittedModel:
         """An LDA fitted object initialised from this state, to continue with LDA's kernels.

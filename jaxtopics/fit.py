@@ -8,6 +8,7 @@ resumed for 300 is bitwise identical to 500 straight sweeps on the same backend.
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from functools import partial
@@ -20,7 +21,29 @@ from jax import Array
 
 from .validate import seed_key
 
-__all__ = ["TracePoint", "chain_keys", "run_chunk", "run_sweeps"]
+__all__ = ["TracePoint", "chain_keys", "in_32_bits", "run_chunk", "run_sweeps"]
+
+
+def in_32_bits(fn: Callable) -> Callable:
+    """`fn` traced and run with JAX's 64-bit mode off, whatever the caller's setting. The kernels
+    are int32 counts and float32 arithmetic by design (DESIGN.md); under ``jax_enable_x64`` a
+    Python integer or an ``arange`` would trace as int64 and break the sweeps' loop carries. The
+    facade's entry points and :func:`run_sweeps` wear this, so a user who has x64 on for other
+    work gets the same chain, bitwise, as with it off; the model modules' own functions expect it
+    off (call them inside ``jax.enable_x64(False)``)."""
+    @functools.wraps(fn)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        with _x64_off():
+            return fn(*args, **kwargs)
+    return wrapped
+
+
+def _x64_off():
+    switch = getattr(jax, "enable_x64", None)          # the context manager (newer JAX)
+    if switch is not None:
+        return switch(False)
+    from jax.experimental import disable_x64           # older JAX
+    return disable_x64()
 
 
 class TracePoint(NamedTuple):
@@ -99,6 +122,7 @@ def _boundaries(start: int, stop: int, *every: int | None) -> list[int]:
     return sorted(p for p in points if start < p <= stop)
 
 
+@in_32_bits
 def run_sweeps(model: ModuleType, params: Any, data: Any, state: Any, chain_key: Array, *,
                start: int, num_sweeps: int, num_tokens: int, eval_every: int = 10,
                num_units: int | None = None,

@@ -772,3 +772,75 @@ def test_devices_of_the_wrong_type_and_sweep_numbers_past_int32_are_refused(save
     late = jt.load(_rewrite(path, tmp_path / "late.jtm", meta={"sweeps_done": 2**31 - 2}))
     with pytest.raises(ParameterError, match="passes the last sweep number"):
         late.resume(corpus, 5, progress=False)
+
+
+def _labelled(corpus: jt.Corpus) -> jt.Corpus:
+    """`corpus` with two labels, each document tagged by its parity (and every 3rd by both)."""
+    sets = [["even" if d % 2 == 0 else "odd"] + (["even", "odd"] if d % 3 == 0 else [])
+            for d in range(corpus.num_docs)]
+    docs = [list(corpus.words(d)) for d in range(corpus.num_docs)]
+    return jt.Corpus.from_token_lists(docs, labels=[sorted(set(s)) for s in sets],
+                                      label_names=["even", "odd"])
+
+
+def _sentences(corpus: jt.Corpus) -> jt.Corpus:
+    docs = [list(corpus.words(d)) for d in range(corpus.num_docs)]
+    return jt.Corpus.from_token_lists([[d[i:i + 6] for i in range(0, len(d), 6)] for d in docs],
+                                      sentences=True)
+
+
+X64_MODELS = {
+    "lda": (lambda: jt.LDA(4), {}),
+    "lda-uncollapsed": (lambda: jt.LDA(4, sampler="uncollapsed"), {}),
+    "lda-2-devices": (lambda: jt.LDA(4), {"devices": 2}),
+    "hdp": (lambda: jt.HDP(topic_capacity=4, table_capacity=4), {}),
+    "dmm": (lambda: jt.DMM(num_clusters=6), {}),
+    "dpmm": (lambda: jt.DPMM(capacity=4), {}),
+    "ptm": (lambda: jt.PTM(num_topics=4, num_pseudo_docs=6), {}),
+    "slda": (lambda: jt.SentenceLDA(num_topics=4), {"corpus": _sentences}),
+    "dpmrm": (lambda: jt.DPMRM(topic_capacity=4), {"corpus": _labelled}),
+}
+
+
+@pytest.mark.parametrize("name", list(X64_MODELS))
+def test_64_bit_mode_gives_the_same_chain(name, small_corpus, tmp_path):
+    """A user with ``jax_enable_x64`` on (for other work) fits, resumes, saves, loads and reads
+    out every model as with it off, bitwise: the facade runs in 32 bits (it once failed in
+    the sweeps' loop carries, int32 against int64)."""
+    import jax
+
+    make, options = X64_MODELS[name]
+    corpus = options.get("corpus", lambda c: c)(small_corpus)
+    fit = {k: v for k, v in options.items() if k != "corpus"}
+    if fit.get("devices", 1) > len(jax.devices()):
+        pytest.skip("needs 2 devices")
+    plain = make().fit(corpus, num_sweeps=3, seed=4, eval_every=1, progress=False, **fit)
+    plain.resume(corpus, num_sweeps=2, eval_every=1, progress=False)
+    with jax.enable_x64(True):
+        wide = make().fit(corpus, num_sweeps=3, seed=4, eval_every=1, progress=False, **fit)
+        wide.save(tmp_path / "m.jtm")
+        wide = jt.load(tmp_path / "m.jtm")
+        wide.resume(corpus, num_sweeps=2, eval_every=1, progress=False)
+        read = (wide.topic_word, wide.doc_topic, wide.assignments, wide.log_joint_per_token())
+        if hasattr(wide, "to_lda"):
+            wide.to_lda()
+    _same_state(plain, wide)
+    assert [p[:3] for p in plain.trace] == [p[:3] for p in wide.trace]
+    np.testing.assert_array_equal(read[0], plain.topic_word)
+    np.testing.assert_array_equal(read[1], plain.doc_topic)
+    np.testing.assert_array_equal(read[2], plain.assignments)
+    assert read[3] == plain.log_joint_per_token()
+    assert [np.asarray(x).dtype for x in wide.state] == [np.asarray(x).dtype for x in plain.state]
+
+
+def test_64_bit_mode_transform_and_perplexity(small_corpus):
+    import jax
+
+    lda = jt.LDA(4).fit(small_corpus, num_sweeps=3, seed=4, progress=False)
+    labelled = _labelled(small_corpus)
+    dpmrm = jt.DPMRM(topic_capacity=4).fit(labelled, num_sweeps=3, seed=4, progress=False)
+    docs, held_out = small_corpus.subset(np.arange(5)), labelled.subset(np.arange(5))
+    theta, ppl = lda.transform(docs, num_sweeps=3), dpmrm.perplexity(held_out, num_sweeps=3)
+    with jax.enable_x64(True):
+        np.testing.assert_array_equal(lda.transform(docs, num_sweeps=3), theta)
+        assert dpmrm.perplexity(held_out, num_sweeps=3) == ppl

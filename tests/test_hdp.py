@@ -138,7 +138,7 @@ def test_bad_parameters_are_refused(kwargs, field):
 def test_bad_corpus_is_refused():
     with pytest.raises(CorpusError, match="Corpus"):
         jt.HDP().fit([[0, 1]], num_sweeps=1)
-    m = _straight("parallel")
+    m = _est("parallel").fit(_corpus(), num_sweeps=1, seed=3, progress=False)
     with pytest.raises(CorpusError, match="not the one"):
         m.resume(synthetic_lda(num_docs=5, num_words=20, num_topics=2, seed=9).corpus, 1)
 
