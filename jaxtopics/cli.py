@@ -14,6 +14,7 @@ import contextlib
 import csv
 import io
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -117,7 +118,13 @@ def _estimator(args: argparse.Namespace):
         if opt.arg not in own:
             raise JaxTopicsError(f"{opt.flag} does not apply to --model {args.model}")
         kwargs[opt.arg] = value
-    return cls(**kwargs)
+    try:
+        return cls(**kwargs)
+    except ParameterError as e:          # "num_topics must be ..." -> "--num-topics must be ..."
+        message = str(e)
+        for opt in _all_options():
+            message = re.sub(rf"(?<![\w-]){opt.arg}(?!\w)", opt.flag, message)
+        raise ParameterError(message) from None
 
 
 def _all_options() -> list:

@@ -346,3 +346,22 @@ def test_count_tables_beyond_the_memory_are_one_line(tmp_path):
     assert r.returncode == 2, r.stderr
     assert "jaxtopics: error: the device ran out of memory (RESOURCE_EXHAUSTED" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--num-topics", "0"], "--num-topics must be a positive integer, got 0"),
+    (["--alpha", "-1"], "--alpha must be a finite number > 0"),
+    (["--sync-every", "0"], "--sync-every must be an integer >= 1"),
+    (["--model", "ptm", "--num-pseudo-docs", "0"], "--num-pseudo-docs must be a positive integer"),
+    (["--model", "hdp", "--initial-topics", "0"], "--initial-topics must be an integer >= 1"),
+    (["--model", "dmm", "--num-clusters", "0"], "--num-clusters must be an integer >= 1"),
+])
+def test_a_bad_model_option_is_named_by_its_flag(args, message, tmp_path, capsys):
+    """The estimator's check names the parameter (num_topics); the CLI names the flag the user
+    typed (--num-topics)."""
+    from jaxtopics.cli import main
+
+    src = tmp_path / "docs.txt"
+    src.write_text("apples pears fruit\ncat mat hat\n", encoding="utf-8")
+    status = main(["fit", "--input", str(src), "--out", str(tmp_path / "o"), "--no-progress", *args])
+    assert status == 2 and message in capsys.readouterr().err
