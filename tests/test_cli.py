@@ -208,7 +208,7 @@ def test_fit_fresh_out_with_checkpoints_and_a_huge_seed(tmp_path):
     (["--top-words", "-3"], "--top-words"),                 # #15
     (["--alpha", "1e-40"], "alpha"),                        # #9
     (["--beta", "1e39"], "beta"),                           # #9
-    (["--num-topics", str(2**31)], "num_topics"),           # #14
+    (["--num-topics", str(2**31)], "--num-topics"),           # #14
     (["--text-key", "body"], "--text-key only applies to --format jsonl"),   # was ignored
 ])
 def test_fit_refuses_bad_options_before_fitting(tmp_path, args, needle):

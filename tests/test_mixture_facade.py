@@ -191,4 +191,4 @@ def test_cli_refuses_options_of_other_models(short_texts, tmp_path) -> None:
     assert r.returncode == 2 and "--num-clusters does not apply to --model dpmm" in r.stderr
     r = _cli("fit", "--model", "dmm", "--num-clusters", "0", "--input", str(short_texts),
              "--out", str(tmp_path / "y"), "--sweeps", "1")
-    assert r.returncode == 2 and "num_clusters" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 2 and "--num-clusters" in r.stderr and "Traceback" not in r.stderr

@@ -612,7 +612,7 @@ def test_cli_fit_and_show(tmp_path):
     assert shown.returncode == 0 and "<PTM K=3" in shown.stdout
     bad = _cli("fit", "--model", "ptm", "--num-pseudo-docs", "0", "--sweeps", "1", "--input", str(src),
                "--out", str(tmp_path / "bad"), "--no-progress")
-    assert bad.returncode == 2 and "num_pseudo_docs" in bad.stderr and "Traceback" not in bad.stderr
+    assert bad.returncode == 2 and "--num-pseudo-docs" in bad.stderr and "Traceback" not in bad.stderr
     other = _cli("fit", "--model", "lda", "--num-pseudo-docs", "4", "--sweeps", "1", "--input",
                  str(src), "--out", str(tmp_path / "lda"), "--no-progress")
     assert other.returncode == 2 and "--num-pseudo-docs" in other.stderr
