@@ -793,7 +793,7 @@ X64_MODELS = {
     "lda": (lambda: jt.LDA(4), {}),
     "lda-uncollapsed": (lambda: jt.LDA(4, sampler="uncollapsed"), {}),
     "lda-2-devices": (lambda: jt.LDA(4), {"devices": 2}),
-    "hdp": (lambda: jt.HDP(topic_capacity=4, table_capacity=4), {}),
+    "hdp": (lambda: jt.HDP(), {}),
     "dmm": (lambda: jt.DMM(num_clusters=6), {}),
     "dpmm": (lambda: jt.DPMM(capacity=4), {}),
     "ptm": (lambda: jt.PTM(num_topics=4, num_pseudo_docs=6), {}),
