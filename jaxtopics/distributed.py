@@ -470,9 +470,14 @@ def _meet(name: str, timeout_s: int = 60) -> None:
 
 def _allgather_host(x: np.ndarray) -> np.ndarray:
     """[processes, ...]: `x` of every process (same shape on all), on the host; one process: x[None].
-    Processes with different numbers of devices are refused first (the gather would fail inside)."""
+    Processes with different numbers of devices are refused first (the gather would fail inside).
+    A 64-bit array travels as uint32 pairs: jax would send it as int64 where its x64 mode is on
+    and as int32 where it is off, and processes that differ in that setting must still agree."""
     if jax.process_count() == 1:
         return np.asarray(x)[None]
+    x = np.asarray(x)
+    if x.dtype.itemsize == 8:
+        return _allgather_64(x).view(x.dtype)
     require_same_local_devices()
     from jax.experimental import multihost_utils
     return np.asarray(multihost_utils.process_allgather(np.asarray(x)))
