@@ -118,13 +118,25 @@ def _estimator(args: argparse.Namespace):
         if opt.arg not in own:
             raise JaxTopicsError(f"{opt.flag} does not apply to --model {args.model}")
         kwargs[opt.arg] = value
-    try:
-        return cls(**kwargs)
-    except ParameterError as e:          # "num_topics must be ..." -> "--num-topics must be ..."
-        message = str(e)
-        for opt in _all_options():
-            message = re.sub(rf"(?<![\w-]){opt.arg}(?!\w)", opt.flag, message)
-        raise ParameterError(message) from None
+    return cls(**kwargs)
+
+
+#: the fit arguments the command line sets under another name
+_FIT_FLAGS = {"num_sweeps": "--sweeps", "eval_every": "--eval-every", "seed": "--seed",
+              "checkpoint_every": "--checkpoint-every", "devices": "--devices"}
+
+
+def _named_by_flags(message: str) -> str:
+    """An error of the Python API as the command line says it: the parameter it starts with
+    ("num_topics must be ...") and each ``name=value`` or ``name = value`` in it ("got
+    sampler='sequential'") are named by their flags (--num-topics, --sampler=...); nothing
+    else in it is touched (a word of the sentence, a value the user typed)."""
+    if "jaxtopics.estimators" not in sys.modules:       # no model was built: nothing to rename
+        return message
+    flags = {**{o.arg: o.flag for o in _all_options()}, **_FIT_FLAGS}
+    names = "|".join(sorted(flags, key=len, reverse=True))
+    message = re.sub(rf"^({names})(?=[\s=])", lambda m: flags[m.group(1)], message)
+    return re.sub(rf"(?<![\w'\"-])({names})(?==| = )", lambda m: flags[m.group(1)], message)
 
 
 def _all_options() -> list:
@@ -556,7 +568,7 @@ def _run(args: argparse.Namespace) -> int:
             print(load(args.path).summary(n=args.top_words))
             return 0
     except JaxTopicsError as e:
-        print(f"jaxtopics: error: {e}", file=sys.stderr)
+        print(f"jaxtopics: error: {_named_by_flags(str(e))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         ckpt = Path(args.out) / "model.jtm" if getattr(args, "checkpoint_every", None) else None

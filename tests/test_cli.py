@@ -355,13 +355,27 @@ def test_count_tables_beyond_the_memory_are_one_line(tmp_path):
     (["--model", "ptm", "--num-pseudo-docs", "0"], "--num-pseudo-docs must be a positive integer"),
     (["--model", "hdp", "--initial-topics", "0"], "--initial-topics must be an integer >= 1"),
     (["--model", "dmm", "--num-clusters", "0"], "--num-clusters must be an integer >= 1"),
+    (["--model", "ptm", "--num-pseudo-docs", "99999999999"], "--num-pseudo-docs must be an integer <= "),
+    (["--sweeps", "99999999999"], "--sweeps must be an integer <= 2147483647"),
+    (["--eval-every", "99999999999"], "--eval-every must be an integer <= 2147483647"),
+    (["--model", "dmm", "--num-clusters", "400000000"], "--num-clusters=400000000 with 6 words"),
+    (["--sampler", "sequential", "--devices", "4"], "got --sampler='sequential'"),   # conftest: 4
+    # only the parameter named, not a word of the sentence or a value the user typed
+    (["--sampler", "alpha"], "--sampler must be one of ('parallel', 'sequential', "
+                             "'uncollapsed'), got 'alpha'"),
+    (["--model", "slda", "--alpha", "1e40"], "--alpha = 1e+40 is outside the float32 range the "
+                                             "sampler computes in"),
+    (["--num-topics", "100", "--alpha", "1e37"], "too large for --num-topics = 100: K * alpha overflows"),
 ])
 def test_a_bad_model_option_is_named_by_its_flag(args, message, tmp_path, capsys):
     """The estimator's check names the parameter (num_topics); the CLI names the flag the user
-    typed (--num-topics)."""
+    typed (--num-topics), and leaves the rest of the sentence alone."""
     from jaxtopics.cli import main
 
     src = tmp_path / "docs.txt"
     src.write_text("apples pears fruit\ncat mat hat\n", encoding="utf-8")
-    status = main(["fit", "--input", str(src), "--out", str(tmp_path / "o"), "--no-progress", *args])
-    assert status == 2 and message in capsys.readouterr().err
+    devices = [] if "--devices" in args else ["--devices", "1"]     # this process has its devices
+    status = main(["fit", "--input", str(src), "--out", str(tmp_path / "o"), "--no-progress",
+                   *devices, *args])
+    err = capsys.readouterr().err
+    assert status == 2 and message in err, err

@@ -565,6 +565,8 @@ def test_read_outs_and_empty_document(tmp_path):
     (dict(num_pseudo_docs=-3), "num_pseudo_docs"),
     (dict(num_pseudo_docs=True), "num_pseudo_docs"),
     (dict(num_pseudo_docs=2.5), "num_pseudo_docs"),
+    (dict(num_pseudo_docs=2**31), "num_pseudo_docs"),      # review: an OverflowError in fit
+    (dict(num_topics=99999999999), "num_topics"),
     (dict(num_topics=0), "num_topics"),
     (dict(num_topics=False), "num_topics"),
     (dict(lam=0.0), "lam"),

@@ -45,7 +45,7 @@ from jax import Array
 
 from ..corpus import Corpus
 from ..errors import ParameterError
-from ..validate import array_spec, count_problem, latent_problem
+from ..validate import array_spec, check_positive_int, count_problem, latent_problem
 from ..ops import (
     categorical,
     categorical_logits,
@@ -145,10 +145,6 @@ class SweepInfo(NamedTuple):
     changed: Array
 
 
-def _positive_int(value, name: str) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ParameterError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
 
 
 def _concentration(value, name: str) -> float:
@@ -172,12 +168,12 @@ def check_params(params: Params) -> Params:
     if params.sampler not in SAMPLERS:
         raise ParameterError(f"sampler must be one of {SAMPLERS}, got {params.sampler!r}")
     return params._replace(
-        num_topics=_positive_int(params.num_topics, "num_topics"),
-        num_pseudo_docs=_positive_int(params.num_pseudo_docs, "num_pseudo_docs"),
+        num_topics=check_positive_int(params.num_topics, "num_topics"),
+        num_pseudo_docs=check_positive_int(params.num_pseudo_docs, "num_pseudo_docs"),
         alpha=_concentration(params.alpha, "alpha"), beta=_concentration(params.beta, "beta"),
         lam=_concentration(params.lam, "lam"),
-        num_blocks=_positive_int(params.num_blocks, "num_blocks"),
-        chunk_size=_positive_int(params.chunk_size, "chunk_size"))
+        num_blocks=check_positive_int(params.num_blocks, "num_blocks"),
+        chunk_size=check_positive_int(params.chunk_size, "chunk_size"))
 
 
 def prepare(corpus: Corpus, params: Params) -> Data:
