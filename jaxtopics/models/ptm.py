@@ -145,8 +145,6 @@ class SweepInfo(NamedTuple):
     changed: Array
 
 
-
-
 def _concentration(value, name: str) -> float:
     if isinstance(value, (bool, np.bool_)):
         raise ParameterError(f"{name} must be a number, got {value!r}")
