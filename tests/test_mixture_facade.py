@@ -59,7 +59,7 @@ def test_read_outs(name, planted) -> None:
     k = model.num_topics
     c = model.num_active_clusters
     assert isinstance(c, int) and c == len(set(model.labels.tolist()))
-    assert model.labels.shape == (d,) and model.labels.dtype.kind == "i"
+    assert model.labels.shape == (d,) and model.labels.dtype == np.int32    # DPMM's was int64
     assert model.topic_word.shape == (k, v) and model.doc_topic.shape == (d, k)
     np.testing.assert_allclose(model.topic_word.sum(1), 1.0, rtol=1e-5)
     np.testing.assert_allclose(model.doc_topic.sum(1), 1.0, rtol=1e-5)

@@ -356,7 +356,8 @@ def estimate(state: State, params: Params) -> dict[str, np.ndarray]:
     v = word_cluster.shape[1]
     phi = ((word_cluster + params.beta) / (tokens[:, None] + v * params.beta)).astype(np.float32)
     sizes = np.asarray(state.cluster_docs)[slots]
-    return {"theta": theta, "phi": phi, "labels": np.where(z >= 0, label[np.maximum(z, 0)], -1),
+    labels = np.where(z >= 0, label[np.maximum(z, 0)], -1).astype(np.int32)
+    return {"theta": theta, "phi": phi, "labels": labels,
             "cluster_sizes": sizes, "num_active_clusters": np.int64(slots.size),
             "cluster_weights": (sizes / max(d, 1)).astype(np.float32)}
 
