@@ -131,8 +131,6 @@ def _named_by_flags(message: str) -> str:
     ("num_topics must be ...") and each ``name=value`` or ``name = value`` in it ("got
     sampler='sequential'") are named by their flags (--num-topics, --sampler=...); nothing
     else in it is touched (a word of the sentence, a value the user typed)."""
-    if "jaxtopics.estimators" not in sys.modules:       # no model was built: nothing to rename
-        return message
     flags = {**{o.arg: o.flag for o in _all_options()}, **_FIT_FLAGS}
     names = "|".join(sorted(flags, key=len, reverse=True))
     message = re.sub(rf"^({names})(?=[\s=])", lambda m: flags[m.group(1)], message)

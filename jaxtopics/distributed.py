@@ -480,7 +480,7 @@ def _allgather_host(x: np.ndarray) -> np.ndarray:
         return _allgather_64(x).view(x.dtype)
     require_same_local_devices()
     from jax.experimental import multihost_utils
-    return np.asarray(multihost_utils.process_allgather(np.asarray(x)))
+    return np.asarray(multihost_utils.process_allgather(x))
 
 
 def process_sum(value):
