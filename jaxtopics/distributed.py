@@ -13,8 +13,10 @@ So a sweep on P devices is the single-device blocked sweep whose block b is the 
 devices' blocks b: the same staleness (1/blocks of the corpus), the same quality, with the draws
 split P ways. One device gives exactly the model's ``sweep``. (For LDA a plain AD-LDA sweep,
 re-summing the copies once per sweep, was measured 1 % worse in log joint on Reuters with 4
-shards at 500 sweeps, hence the per-block exchange; LDA's ``sync_every``, 4 by default,
-exchanges every few blocks: the same quality on Reuters with 4x fewer collectives.)
+shards at 500 sweeps, hence the per-block exchange. LDA by default does not exchange moves at
+all: its words are cut into groups that rotate over the devices, ``ops.rotation``, each n_kw
+row updated by one device at a time; with ``exchange="moves"`` its ``sync_every``, 4 by
+default, exchanges every few blocks.)
 
 What a model module declares to be sharded (module-level hooks; this file never names a model):
 
@@ -24,7 +26,8 @@ What a model module declares to be sharded (module-level hooks; this file never 
   table, replicated on every device. Optional ``SHARD_INDEX_FIELDS``: {field: axis} for
   per-shard fields whose values are positions along an axis (shard-local, shifted by the shard's
   offset when gathered).
-- ``shard_sizes(data) -> dict[str, int]``: the sizes of a shard's layout, among them the real
+- ``shard_sizes(data, num_shards) -> dict[str, int]``: the sizes of a shard's layout (of
+  `num_shards` shards in all), among them the real
   length of every axis of ``SHARD_FIELDS``; ``pad_shard(data, sizes) -> Data``: the layout
   padded to `sizes` (the largest over the shards; optional ``SHARD_SUMMED_SIZES``: the names of
   sizes that are bounds of global quantities, summed over the shards instead). Padding items
@@ -377,8 +380,9 @@ def prepare(corpus: Corpus, params: Any, num_shards: int,
         raise ParameterError(f"{num_shards} shards cannot be split evenly over {processes} processes")
     parts = on_every_process(lambda: [module.prepare(corpus.subset(ix), params)
                                        for ix in split_documents(corpus, num_shards // processes)])
-    names = list(module.shard_sizes(parts[0]))
-    local = np.array([[int(module.shard_sizes(p)[k]) for p in parts] for k in names], np.int64)
+    names = list(module.shard_sizes(parts[0], num_shards))
+    local = np.array([[int(module.shard_sizes(p, num_shards)[k]) for p in parts] for k in names],
+                     np.int64)
     all_sizes = _allgather_host(local).transpose(1, 0, 2).reshape(len(names), -1)   # [keys, shards]
     summed = getattr(module, "SHARD_SUMMED_SIZES", ())
     top = {k: int(all_sizes[i].sum() if k in summed else all_sizes[i].max())

@@ -588,18 +588,23 @@ class LDA(_Estimator):
     name = "lda"
     module = lda
     options = (Option("--num-topics", "num_topics", int, "K, the number of topics"),
+               Option("--exchange", "exchange", str,
+                      "sharded runs: how devices share the word-topic counts: rotate (default: "
+                      "each device holds one word group at a time) or moves (LDA)"),
                Option("--sync-every", "sync_every", int,
-                      "sharded runs: blocks between exchanges of word-topic moves (LDA; default 4)"),
+                      "sharded runs with --exchange moves: blocks between exchanges of "
+                      "word-topic moves (LDA; default 4)"),
                Option("--num-blocks", "num_blocks", int, "blocks per parallel sweep (LDA: of "
                       "tokens; DMM, DPMM: of documents; default 64)"))
 
     def __init__(self, num_topics: int = 20, alpha: float = 0.1, beta: float = 0.01,
                  sampler: str = "parallel", *, num_blocks: int = 64, mh_steps: int = 0,
-                 chunk_size: int = 8192, init: str = "random", sync_every: int = 4):
+                 chunk_size: int = 8192, init: str = "random", sync_every: int = 4,
+                 exchange: str = "rotate"):
         self.params = lda.check_params(lda.Params(
             num_topics=num_topics, alpha=_number(alpha, "alpha"), beta=_number(beta, "beta"),
             sampler=sampler, num_blocks=num_blocks, mh_steps=mh_steps, chunk_size=chunk_size,
-            init=init, sync_every=sync_every))
+            init=init, sync_every=sync_every, exchange=exchange))
 
 
 class SentenceLDA(_Estimator):

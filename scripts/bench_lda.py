@@ -111,6 +111,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--beta", type=float, default=0.01)
     ap.add_argument("--sync-every", type=int, default=None,
                     help="sharded engines: blocks between exchanges (default: lda.Params default)")
+    ap.add_argument("--exchange", choices=("rotate", "moves"), default=None,
+                    help="sharded engines: how devices share n_kw (default: lda.Params default)")
     ap.add_argument("--num-blocks", type=int, default=None,
                     help="default: lda.Params default")
     ap.add_argument("--mh-steps", type=int, default=None,
@@ -180,7 +182,7 @@ def run_jaxtopics(engine: str, k: int, corpus, args) -> dict:
     from jaxtopics.models import lda
 
     overrides = dict(num_blocks=args.num_blocks, mh_steps=args.mh_steps,
-                     sync_every=args.sync_every)
+                     sync_every=args.sync_every, exchange=args.exchange)
     settings = {k: v for k, v in overrides.items() if v is not None}
     settings.update(JAX_ENGINES[engine])
     p = lda.Params(num_topics=k, alpha=args.alpha, beta=args.beta, **settings)
@@ -405,7 +407,7 @@ def main() -> None:
           f"(K_true={args.true_topics}, built in {gen_s:.1f} s); alpha={args.alpha} "
           f"beta={args.beta}; {args.sweeps} warm-up + {args.sweeps} timed sweeps; "
           f"parallel: " + " ".join(f"{f}={_setting(args, f)}" for f in
-                                    ("num_blocks", "mh_steps", "sync_every")), flush=True)
+                                    ("num_blocks", "mh_steps", "sync_every", "exchange")), flush=True)
 
     results: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="bench_lda_") as tmp:

@@ -352,6 +352,7 @@ def test_count_tables_beyond_the_memory_are_one_line(tmp_path):
     (["--num-topics", "0"], "--num-topics must be a positive integer, got 0"),
     (["--alpha", "-1"], "--alpha must be a finite number > 0"),
     (["--sync-every", "0"], "--sync-every must be an integer >= 1"),
+    (["--exchange", "sideways"], "--exchange must be one of ('rotate', 'moves'), got 'sideways'"),
     (["--model", "ptm", "--num-pseudo-docs", "0"], "--num-pseudo-docs must be a positive integer"),
     (["--model", "hdp", "--initial-topics", "0"], "--initial-topics must be an integer >= 1"),
     (["--model", "dmm", "--num-clusters", "0"], "--num-clusters must be an integer >= 1"),

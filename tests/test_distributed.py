@@ -289,7 +289,7 @@ def test_sync_every_beyond_the_blocks_is_once_a_sweep(corpus):
     """An exchange period past the sweep's blocks is one exchange a sweep: the chain of
     sync_every = num_blocks, with no empty padding blocks (2**31 - 1 once tried to allocate
     ~2.7 TB of them)."""
-    once = lda.Params(num_topics=5, num_blocks=8, sync_every=8)
+    once = lda.Params(num_topics=5, num_blocks=8, sync_every=8, exchange="moves")
     beyond = once._replace(sync_every=2**31 - 1)
     a, _ = _run(corpus, once, 4, 3)
     b, _ = _run(corpus, beyond, 4, 3)
@@ -321,17 +321,21 @@ def test_a_shards_count_bound_is_the_whole_corpus_s():
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=name)
 
 
-@pytest.mark.parametrize("sync_every", [1, 3, 4])
-def test_driver_chunks_carry_the_block_layout_bitwise(corpus, sync_every):
+@pytest.mark.parametrize("exchange, sync_every, shards", [
+    ("moves", 1, 4), ("moves", 3, 4), ("moves", 4, 4), ("rotate", 4, 4), ("rotate", 4, 3),
+    ("rotate", 4, 2)])
+def test_driver_chunks_carry_the_block_layout_bitwise(corpus, exchange, sync_every, shards):
     """fit.run_chunk converts a sharded LDA state to the sweeps' carry layout once per chunk
     (``to_carry`` / ``sweep_carry`` / ``from_carry``, through ``Sharded``): the chain is the one
     of per-sweep ``dist.sweep`` calls, bitwise, also with a delayed exchange whose blocks are
-    padded (8 blocks, sync_every 3)."""
+    padded (8 blocks, sync_every 3) and with word rotation over 3 shards (8 blocks and V = 200
+    words not multiples of the 3 groups)."""
     from jaxtopics.fit import run_chunk
 
-    params = lda.Params(num_topics=5, num_blocks=8, sync_every=sync_every)
-    mesh = dist.make_mesh(4, CPUS)
-    sdata = dist.prepare(corpus, params, 4)
+    params = lda.Params(num_topics=5, num_blocks=8, sync_every=sync_every, exchange=exchange)
+    mesh = dist.make_mesh(shards, CPUS)
+    sdata = dist.prepare(corpus, params, shards)
+    assert sdata.data.word_groups == (shards if exchange == "rotate" else 1)
     state, sdata = dist.place(dist.init(jax.random.key(0), sdata, params), sdata, mesh)
     key = jax.random.key(1)
     model = dist.Sharded(lda, mesh)
@@ -343,6 +347,9 @@ def test_driver_chunks_carry_the_block_layout_bitwise(corpus, sync_every):
     for name, a, b in zip(lda.State._fields, got, expected):
         assert a.shape == b.shape, name
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=name)
+    for name in ("word_topic", "topic"):       # the shards' copies of the global tables agree
+        copies = [np.asarray(x.data) for x in getattr(got, name).addressable_shards]
+        assert all(np.array_equal(c, copies[0]) for c in copies), name
     # every shard's copy of the global tables holds every shard's moves exactly once
     merged = dist.gather(got, sdata)
     recount = lda.state_from_assignments(merged.z[:corpus.num_tokens], lda.prepare(corpus, params),
@@ -350,3 +357,37 @@ def test_driver_chunks_carry_the_block_layout_bitwise(corpus, sync_every):
     for name in ("word_topic", "topic", "doc_topic"):
         np.testing.assert_array_equal(np.asarray(getattr(merged, name)),
                                       np.asarray(getattr(recount, name)), err_msg=name)
+
+
+def test_word_rotation_layout_holds_every_token_once(corpus):
+    """A shard laid out for word rotation (3 shards, 8 blocks -> 3 groups of 3 blocks, V = 200):
+    every token of the shard sits in exactly one slot, in the blocks of its word's group
+    (word mod 3), with its row in the group (word div 3) and its document; read back in corpus
+    order (``_corpus_order``) it is the shard's corpus, and padding tokens are counted nowhere."""
+    params = lda.Params(num_topics=5, num_blocks=8)
+    sdata = dist.prepare(corpus, params, 3)
+    assert sdata.data.word_groups == 3 and sdata.data.word.shape[1] == 9
+    for s, ix in enumerate(dist.split_documents(corpus, 3)):
+        shard = corpus.subset(ix)
+        n = shard.num_tokens
+        one = jax.tree.map(lambda a: a[s], sdata.data)
+        order, word, doc = (np.asarray(x) for x in (one.order, one.word, one.doc))
+        real = order < one.num_tokens
+        np.testing.assert_array_equal(np.sort(order[real]), np.arange(n))
+        group = np.arange(9)[:, None] // 3 + np.zeros_like(word)
+        np.testing.assert_array_equal(word[real] * 3 + group[real],
+                                      np.asarray(shard.word_ids)[order[real]])
+        np.testing.assert_array_equal(doc[real], np.asarray(shard.doc_index)[order[real]])
+        assert (word[~real] == lda.group_rows(200, 3)).all()
+        doc_c, word_c, counted = (np.asarray(x) for x in lda._corpus_order(one))
+        np.testing.assert_array_equal(word_c[:n], shard.word_ids)
+        np.testing.assert_array_equal(doc_c[:n], shard.doc_index)
+        np.testing.assert_array_equal(counted, np.arange(one.num_tokens) < n)
+
+
+def test_exchange_moves_keeps_every_word_on_every_device(corpus):
+    """exchange="moves" keeps the all-tables layout (no word groups); a bad exchange is named."""
+    sdata = dist.prepare(corpus, lda.Params(num_topics=5, exchange="moves"), 4)
+    assert sdata.data.word_groups == 1 and sdata.data.order is None
+    with pytest.raises(ParameterError, match="exchange must be one of"):
+        lda.check_params(lda.Params(num_topics=5, exchange="sideways"))

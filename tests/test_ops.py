@@ -26,12 +26,15 @@ from jaxtopics.ops import (
     exchange,
     exchange_others,
     from_strided,
+    join_groups,
     log_dirichlet,
     log_gamma,
     log_rising_factorial,
     mh_accept,
     move_counts,
     propose_from_members,
+    rotate,
+    row_group,
     strided_blocks,
     strided_width,
     to_strided,
@@ -502,6 +505,41 @@ def test_exchange_others_is_every_other_shards_part() -> None:
         for s in range(4):
             want = np.concatenate([parts[(s + j) % 4] for j in (1, 2, 3)])
             np.testing.assert_array_equal(np.asarray(g[s]), want)
+
+
+@pytest.mark.parametrize("shards, rows", [(4, 10), (3, 9), (2, 1)])
+def test_row_groups_rotate_once_round_and_join(shards: int, rows: int) -> None:
+    """Shard p takes group p (rows p, p+G, ...; zero rows pad the last ones), holds group
+    (p + s) mod G after s rotations and its own again after G; join_groups rebuilds the table
+    on every shard. Each shard adds its index + 1 to the group it holds in each sub-epoch, so
+    every row ends with 1 + 2 + ... + G added: each group passed every shard exactly once."""
+    from jax.sharding import Mesh, PartitionSpec as P
+
+    from jaxtopics.distributed import _shard_map as shard_map
+
+    mesh = Mesh(np.array(jax.devices()[:shards]), ("shards",))
+    table = np.arange(rows * 2, dtype=np.int32).reshape(rows, 2)
+    per = -(-rows // shards)
+
+    def local(t):
+        me = jax.lax.axis_index("shards")
+        mine = row_group(t, me, shards)
+        held = []
+        for s in range(shards):
+            held.append(mine)
+            mine = rotate("shards", mine + me + 1, shards)
+        return jnp.stack(held)[None], join_groups("shards", mine, rows)[None]
+
+    held, joined = shard_map(local, mesh=mesh, in_specs=P(), out_specs=(P("shards"),) * 2,
+                             check_vma=False)(jnp.asarray(table))
+    padded = np.concatenate([table, np.zeros((per * shards - rows, 2), np.int32)])
+    for p in range(shards):
+        for s in range(shards):     # before sub-epoch s: group (p + s) mod G, with the adds of
+            q = (p + s) % shards    # the shards that held it in sub-epochs 0..s-1 (q - j mod G)
+            added = sum((q - j) % shards + 1 for j in range(s))
+            np.testing.assert_array_equal(np.asarray(held[p, s]), padded[q::shards] + added)
+        np.testing.assert_array_equal(np.asarray(joined[p]),
+                                      table + shards * (shards + 1) // 2)
 
 
 @pytest.mark.parametrize("n,b", [(0, 3), (3, 0), (-1, 2)])

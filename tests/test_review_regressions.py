@@ -69,11 +69,13 @@ def test_load_refuses_missing_parameters(tmp_path):
     np.savez(tmp_path / "edited.npz", **arrays)
     with pytest.raises(FormatError, match="lacks 'alpha'"):
         jt.load(tmp_path / "edited.npz")
-    del meta["params"]["sync_every"]                 # added later: older files may lack it
+    del meta["params"]["sync_every"]                 # added later: older files may lack them
+    del meta["params"]["exchange"]
     meta["params"]["alpha"] = 0.5
     arrays[meta_name[:-4]] = np.asarray(json.dumps(meta))
     np.savez(tmp_path / "older.npz", **arrays)
-    assert jt.load(tmp_path / "older.npz").params.sync_every == 1
+    older = jt.load(tmp_path / "older.npz").params     # with the settings those files ran with
+    assert older.sync_every == 1 and older.exchange == "moves"
 
 
 def test_checkpoint_every_needs_a_path():

@@ -377,7 +377,7 @@ def _blocked(key: Array, state: State, data: Data, params: Params,
 check_shard_params = require_parallel
 
 
-def shard_sizes(data: Data) -> dict[str, int]:
+def shard_sizes(data: Data, num_shards: int) -> dict[str, int]:
     """The sizes of a shard's layout: documents, distinct-word slots, largest multiplicity and
     the blocks' [B, C] shape."""
     d, m, _ = _sizes(data)

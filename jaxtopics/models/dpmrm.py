@@ -797,7 +797,7 @@ def sweep(key: Array, state: State, data: Data, params: Params,
 check_shard_params = require_parallel
 
 
-def shard_sizes(data: Data) -> dict[str, int]:
+def shard_sizes(data: Data, num_shards: int) -> dict[str, int]:
     """The sizes of a shard's layout: tokens, documents, distinct words and label slots per
     document, longest document, and the blocks' [B, C] shape."""
     n, d, _, _, r = _sizes(data)

@@ -1118,7 +1118,7 @@ def sweep(key: Array, state: State, data: Data, params: Params,
 check_shard_params = require_parallel
 
 
-def shard_sizes(data: Data) -> dict[str, int]:
+def shard_sizes(data: Data, num_shards: int) -> dict[str, int]:
     """The sizes of a shard's layout: tokens, documents and the table-step blocks' [B, C]."""
     b, c = data.blocks.shape
     return {"tokens": data.word.shape[0] - 1, "docs": data.doc_len.shape[0], "blocks": b,

@@ -49,13 +49,18 @@ from ..ops import (
     exchange,
     exchange_others,
     from_strided,
+    group_rows,
+    join_groups,
     log_dirichlet,
     mh_accept,
     move_counts,
     pad_array,
     propose_from_members,
+    rotate,
     round_up,
+    row_group,
     sharded_sweep,
+    strided_width,
     table_cells,
     to_strided,
 )
@@ -80,10 +85,12 @@ SHARD_INITS = ("random",)
 SHARD_SUMMED_SIZES = ("count_bound",)
 #: parameters added after model files of format 2 were written, with the value older files ran
 #: with (not today's default); every other parameter must be in a model file
-PARAMS_ADDED_LATER = {"sync_every": 1}
+PARAMS_ADDED_LATER = {"sync_every": 1, "exchange": "moves"}
 LOG_JOINT_USES_DATA = False
 """log_joint(state, None, params) works: the joint is a function of the state alone."""
 INITS = ("random", "incremental")
+#: how a sharded sweep keeps the devices' word-topic tables current (``Params.exchange``)
+EXCHANGES = ("rotate", "moves")
 
 
 class Params(NamedTuple):
@@ -100,7 +107,14 @@ class Params(NamedTuple):
     XLA:CPU the exact draw uses fewer at large K so that its weights stay in cache).
     init: "incremental" (each block drawn from (1) given the blocks before it, as the first
     sweep of Griffiths & Steyvers / tomotopy's initialisation) or "random" (uniform topics).
-    sync_every: sharded sweeps only (``jaxtopics.distributed``): blocks between two exchanges of
+    exchange: sharded sweeps only (``jaxtopics.distributed``), how the devices share n_kw.
+    "rotate" (default): the words are cut into P groups (word w in group w mod P), each device
+    draws in P sub-epochs the tokens of its documents whose words are in the group it holds and
+    passes the group on (``ops.rotation``): every n_kw row is updated by one device at a time,
+    exactly, and a sweep has 2P + 1 collectives of whole groups (n_k, K numbers, is summed
+    after each sub-epoch: the one count another device's moves reach late). "moves": every
+    device holds all of n_kw and the devices exchange their blocks' moves (``sync_every``).
+    sync_every: ``exchange="moves"`` only: blocks between two exchanges of
     the word-topic moves. E applies a device's own moves at once and the other devices' every E
     blocks (E times fewer collectives; E >= num_blocks: once a sweep). The default 4 converges
     like exact Gibbs on Reuters (README, "Several processes and hosts") and is ~1.08x faster
@@ -117,6 +131,7 @@ class Params(NamedTuple):
     chunk_size: int = 8192
     init: str = "random"
     sync_every: int = 4
+    exchange: str = "rotate"
 
 
 @dataclass(frozen=True)
@@ -135,6 +150,12 @@ class Data:
     doc-topic and word-topic tables, the longest document's length or the most frequent word's
     count, whichever is larger (for a shard: of the whole corpus); it lets the exact parallel
     kernel carry those tables narrow (:func:`to_carry`).
+    word_groups (static): 1, or G > 1 in a shard laid out for word rotation (``pad_shard``):
+    rows s P' .. (s+1) P' - 1 (P' = rows / G) are the blocks of the shard's tokens of word group
+    s, ``word`` holds the word's row in its group (w div G; no token: ``group_rows(V, G)``) and
+    order [B, C] each slot's token (its position in the shard; no token: num_tokens).
+    rotate_words (static): Params.exchange == "rotate" for the exact parallel kernel; a sharded
+    layout then rotates word groups.
     """
 
     word: Array
@@ -147,11 +168,15 @@ class Data:
     word_rank: Array | None
     num_tokens: int
     count_bound: int = 2**31 - 1
+    order: Array | None = None
+    word_groups: int = 1
+    rotate_words: bool = False
 
 
 jax.tree_util.register_dataclass(
     Data, data_fields=["word", "doc", "doc_start", "doc_len", "word_start", "word_len",
-                       "word_members", "word_rank"], meta_fields=["num_tokens", "count_bound"])
+                       "word_members", "word_rank", "order"],
+    meta_fields=["num_tokens", "count_bound", "word_groups", "rotate_words"])
 
 
 class State(NamedTuple):
@@ -187,6 +212,8 @@ def check_params(params: Params) -> Params:
         raise ParameterError(f"sampler must be one of {SAMPLERS}, got {params.sampler!r}")
     if not isinstance(params.init, str) or params.init not in INITS:
         raise ParameterError(f"init must be one of {INITS}, got {params.init!r}")
+    if not isinstance(params.exchange, str) or params.exchange not in EXCHANGES:
+        raise ParameterError(f"exchange must be one of {EXCHANGES}, got {params.exchange!r}")
     sizes = {name: check_int(getattr(params, name), name, low=low)
              for name, low in (("num_blocks", 1), ("mh_steps", 0), ("chunk_size", 1),
                                ("sync_every", 1))}
@@ -253,7 +280,8 @@ def prepare(corpus: Corpus, params: Params) -> Data:
         doc_len=jnp.asarray(corpus.doc_lengths.astype(np.int32)),
         word_start=jnp.asarray(word_start), word_len=jnp.asarray(word_len),
         word_members=members, word_rank=rank, num_tokens=n,
-        count_bound=int(max(word_len.max(initial=0), corpus.doc_lengths.max(initial=0))))
+        count_bound=int(max(word_len.max(initial=0), corpus.doc_lengths.max(initial=0))),
+        rotate_words=_carries_blocks(params) and params.exchange == "rotate")
 
 
 def _sizes(data: Data) -> tuple[int, int, int]:
@@ -263,7 +291,12 @@ def _sizes(data: Data) -> tuple[int, int, int]:
 
 def _valid(data: Data) -> Array:
     """[B, C] bool: the slots of the block layout that hold a token."""
-    return data.word < data.word_start.shape[0]
+    return data.word < _word_rows(data)
+
+
+def _word_rows(data: Data) -> int:
+    """Rows of the word-topic table the sweep's ``data.word`` indexes: V, or one word group's."""
+    return group_rows(data.word_start.shape[0], data.word_groups)
 
 
 def _token_at(blocked: Array, i: Array) -> Array:
@@ -274,9 +307,20 @@ def _token_at(blocked: Array, i: Array) -> Array:
 def _corpus_order(data: Data) -> tuple[Array, Array, Array]:
     """(doc [N], word [N], counted [N] int32): the layout in corpus order; counted is 0 on a
     shard's padding tokens."""
-    n = data.num_tokens
-    return (from_strided(data.doc, n), from_strided(data.word, n),
-            from_strided(_valid(data), n).astype(jnp.int32))
+    word = data.word
+    if data.word_groups > 1:                     # global word ids from (row in group, group)
+        rows, groups = word.shape[0], data.word_groups
+        word = word * groups + jnp.arange(rows, dtype=jnp.int32)[:, None] // (rows // groups)
+    return (_in_corpus_order(data, data.doc), _in_corpus_order(data, word),
+            _in_corpus_order(data, _valid(data).astype(jnp.int32)))
+
+
+def _in_corpus_order(data: Data, blocked: Array) -> Array:
+    """A [B, C] per-slot array of the layout as [N] in corpus order (0 where no slot holds a
+    token of the shard)."""
+    if data.order is None:
+        return from_strided(blocked, data.num_tokens)
+    return jnp.zeros((data.num_tokens,), blocked.dtype).at[data.order].set(blocked, mode="drop")
 
 
 def state_from_assignments(z: Array, data: Data, params: Params) -> State:
@@ -300,6 +344,9 @@ def init(key: Array, data: Data, params: Params) -> State:
     k = params.num_topics
     if params.init == "random":
         return state_from_assignments(jax.random.randint(key, (n,), 0, k), data, params)
+    if data.word_groups > 1:
+        raise ParameterError("init='incremental' needs the whole word-topic table: a shard laid "
+                             "out for word rotation starts with init='random'")
     empty = State(jnp.zeros((n + 1,), jnp.int32), jnp.zeros((d, k), jnp.int32),
                   jnp.zeros((v, k), jnp.int32), jnp.zeros((k,), jnp.int32))
 
@@ -315,7 +362,7 @@ def init(key: Array, data: Data, params: Params) -> State:
 
     state, new = jax.lax.scan(block, empty, (_valid(data), data.doc, data.word,
                                              jnp.arange(data.word.shape[0])))
-    return state._replace(z=jnp.append(from_strided(new, n), 0))
+    return state._replace(z=jnp.append(_in_corpus_order(data, new), 0))
 
 
 def _conditional(doc_row: Array, word_row: Array, topic_row: Array, params: Params, v: int) -> Array:
@@ -476,8 +523,10 @@ def to_carry(state: State, data: Data, params: Params, axis_name: str | None = N
                                word_topic=state.word_topic.astype(_NARROW))
     n = data.num_tokens
     num_blocks, width = data.word.shape
+    if data.order is not None:                  # a word-rotation layout: slots -> tokens
+        return state._replace(z=state.z[data.order])
     z = to_strided(state.z[:n], num_blocks, width=width)
-    every = _exchange_every(params, num_blocks, axis_name)
+    every = _exchange_every(params, data, axis_name)
     if every > 1 and num_blocks % every:
         z = jnp.concatenate([z, jnp.zeros((1, width), jnp.int32)])
     return state._replace(z=z)
@@ -487,8 +536,11 @@ def from_carry(carry: State, data: Data, params: Params) -> State:
     """The inverse of :func:`to_carry`: z back in corpus order with its dummy slot."""
     if not _carries_blocks(params):
         return carry
-    z = from_strided(carry.z[:data.word.shape[0]], data.num_tokens)
-    return carry._replace(z=jnp.append(z, 0), doc_topic=carry.doc_topic.astype(jnp.int32),
+    if data.order is None:
+        z = jnp.append(from_strided(carry.z[:data.word.shape[0]], data.num_tokens), 0)
+    else:                   # slots without a token hold 0 and point at the dummy slot N
+        z = jnp.zeros((data.num_tokens + 1,), jnp.int32).at[data.order].set(carry.z)
+    return carry._replace(z=z, doc_topic=carry.doc_topic.astype(jnp.int32),
                           word_topic=carry.word_topic.astype(jnp.int32))
 
 
@@ -529,8 +581,10 @@ def _blocked_sweep(key: Array, state: State, data: Data, params: Params,
     # place: no [N] temporary. The MH kernel's proposals read other tokens' current topics by
     # corpus position, so it keeps z in corpus order, up to date block by block.
     chunk = _draw_chunk(params, width)
-    every = _exchange_every(params, num_blocks, axis_name)
+    every = _exchange_every(params, data, axis_name)
     delayed = every > 1
+    rotated = data.word_groups > 1
+    word_rows = _word_rows(data)
 
     def flushed(st, pending):
         """The state with the last block's new topics written into z."""
@@ -539,8 +593,12 @@ def _blocked_sweep(key: Array, state: State, data: Data, params: Params,
 
     def block(carry, xs):
         st, changed, pending = carry
-        doc, word, b = xs[:3]
-        valid = word < v                                    # the slots that hold a token
+        if rotated:                           # the block's index; its rows are read here
+            b = xs
+            doc, word = data.doc[b], data.word[b]
+        else:
+            doc, word, b = xs[:3]
+        valid = word < word_rows                            # the slots that hold a token
         if exact:
             # The previous block's new topics are written first: written after this block's
             # reads of its old ones, the update could not be in place (XLA copies the buffer).
@@ -562,7 +620,8 @@ def _blocked_sweep(key: Array, state: State, data: Data, params: Params,
             old = st.z[pos]
             u = block_uniforms(key, b, (params.mh_steps, 4, width))
             new = _mh_block_draw(u, pos, doc, word, rank, old, st, data, params, v)
-        st = _apply_moves(st, pos, doc, word, old, new, valid, None if delayed else axis_name)
+        st = _apply_moves(st, pos, doc, word, old, new, valid,
+                          None if delayed or rotated else axis_name)
         moves = _pack_moves(word, old, new, params.num_topics) if delayed else None
         changed = changed + jnp.sum(valid & (new != old), dtype=jnp.int32)
         return (st, changed, pending), moves
@@ -574,7 +633,9 @@ def _blocked_sweep(key: Array, state: State, data: Data, params: Params,
     if not exact:
         xs = xs + (data.word_rank,)
     carry = (state, jnp.int32(0), pending)
-    if delayed:
+    if rotated:
+        carry = _rotated_blocks(block, carry, data.word_groups, num_blocks, v, axis_name)
+    elif delayed:
         carry = _delayed_blocks(block, carry, xs, every, v, num_blocks, axis_name)
     else:
         carry, _ = jax.lax.scan(block, carry, xs)
@@ -584,10 +645,38 @@ def _blocked_sweep(key: Array, state: State, data: Data, params: Params,
     return state, SweepInfo(changed)
 
 
-def _exchange_every(params: Params, num_blocks: int, axis_name: str | None) -> int:
-    """Blocks between two exchanges of a sweep: ``sync_every``, at most the sweep's blocks (a
-    larger E is the same chain as E = B, without its empty padding blocks); 1 unsharded."""
-    return 1 if axis_name is None else min(params.sync_every, num_blocks)
+def _exchange_every(params: Params, data: Data, axis_name: str | None) -> int:
+    """Blocks between two exchanges of moves in a sweep: ``sync_every``, at most the sweep's
+    blocks (a larger E is the same chain as E = B, without its empty padding blocks); 1
+    unsharded or with word rotation (no moves are exchanged)."""
+    if axis_name is None or data.word_groups > 1:
+        return 1
+    return min(params.sync_every, data.word.shape[0])
+
+
+def _rotated_blocks(block, carry, groups: int, num_blocks: int, v: int, axis_name: str):
+    """A sharded sweep's blocks with word rotation (``Params.exchange="rotate"``, ``ops.rotation``):
+    the shard holds the word-topic rows of one word group at a time and draws the blocks of its
+    tokens of that group (sub-epoch s: group (shard + s) mod G); after each sub-epoch the groups
+    move on and the topic totals' changes are summed over the shards. Every n_kw row is updated
+    by one shard at a time, so only n_k (K numbers) is ever stale, by at most a sub-epoch."""
+    per = num_blocks // groups
+    me = jax.lax.axis_index(axis_name)
+    state = carry[0]
+    carry = (state._replace(word_topic=row_group(state.word_topic, me, groups)),) + carry[1:]
+
+    def sub_epoch(carry, s):
+        before = carry[0].topic
+        first = (me + s) % groups * per
+        carry, _ = jax.lax.scan(block, carry, first + jnp.arange(per, dtype=jnp.int32))
+        st = carry[0]
+        st = st._replace(word_topic=rotate(axis_name, st.word_topic, groups),
+                         topic=before + jax.lax.psum(st.topic - before, axis_name))
+        return (st,) + carry[1:], None
+
+    carry = jax.lax.scan(sub_epoch, carry, jnp.arange(groups, dtype=jnp.int32))[0]
+    state = carry[0]
+    return (state._replace(word_topic=join_groups(axis_name, state.word_topic, v)),) + carry[1:]
 
 
 def _delayed_blocks(block, carry, xs, sync_every: int, v: int, num_blocks: int, axis_name: str):
@@ -654,10 +743,13 @@ def sweep(key: Array, state: State, data: Data, params: Params,
     """One sweep of the kernel ``params.sampler``; pure and jit/vmap-able (params static).
 
     `axis_name`: inside ``shard_map`` over documents (``jaxtopics.distributed``), the mesh axis
-    the shards are mapped over. The ``parallel`` kernel then exchanges every block's word-topic
-    moves between the shards (one packed ``all_gather``), so that a sharded sweep is the same blocked
-    sweep as on one device, with block b the union of the shards' blocks b. Exact draws only:
-    the MH proposals draw from a shard's own tokens, not from the whole corpus.
+    the shards are mapped over. With ``exchange="rotate"`` (Data laid out by ``pad_shard`` in
+    word groups) the shards hold one word group's n_kw rows at a time and pass them on after
+    each sub-epoch (``ops.rotation``); with ``"moves"`` the ``parallel`` kernel exchanges the
+    word-topic moves of every ``sync_every`` blocks between the shards (one packed
+    ``all_gather``; with 1, a sharded sweep is the same blocked sweep as on one device, with
+    block b the union of the shards' blocks b). Exact draws only: the MH proposals draw from
+    a shard's own tokens, not from the whole corpus.
     """
     if axis_name is None:
         return _KERNELS[params.sampler](key, state, data, params)
@@ -677,12 +769,26 @@ def check_shard_params(params: Params) -> None:
                              f"(mh_steps=0), got sampler={params.sampler!r}, mh_steps={params.mh_steps}")
 
 
-def shard_sizes(data: Data) -> dict[str, int]:
-    """The sizes of a shard's layout: tokens, documents, the block layout's width and the bound
-    on its count cells (summed over the shards: ``SHARD_SUMMED_SIZES``)."""
-    n, d, _ = _sizes(data)
-    return {"tokens": n, "docs": d, "block_width": data.word.shape[1],
-            "count_bound": data.count_bound}
+def shard_sizes(data: Data, num_shards: int) -> dict[str, int]:
+    """The sizes of a shard's layout: tokens, documents, the block layout's width, the bound
+    on its count cells (summed over the shards: ``SHARD_SUMMED_SIZES``) and, for word rotation
+    over `num_shards` > 1 shards (``Data.rotate_words``), the word groups and the width of the
+    widest group's blocks."""
+    n, d, v = _sizes(data)
+    sizes = {"tokens": n, "docs": d, "block_width": data.word.shape[1],
+             "count_bound": data.count_bound, "word_groups": 1, "group_width": 0}
+    if data.rotate_words and num_shards > 1:
+        word = np.asarray(from_strided(np.asarray(data.word), n))
+        per = _group_blocks(data.word.shape[0], num_shards)
+        sizes["word_groups"] = num_shards
+        sizes["group_width"] = strided_width(
+            int(np.bincount(word % num_shards, minlength=num_shards).max()), per)
+    return sizes
+
+
+def _group_blocks(num_blocks: int, groups: int) -> int:
+    """Blocks per word group in a rotation layout: the sweep keeps about ``num_blocks``."""
+    return -(-num_blocks // groups)
 
 
 def pad_shard(data: Data, sizes: dict[str, int]) -> Data:
@@ -691,11 +797,35 @@ def pad_shard(data: Data, sizes: dict[str, int]) -> Data:
     draw exactly, so the MH index is not carried."""
     n_max, d_max, width = sizes["tokens"], sizes["docs"], sizes["block_width"]
     b, v = data.word.shape[0], data.word_start.shape[0]
+    if sizes["word_groups"] > 1:
+        return _rotation_layout(data, sizes)
     return Data(word=pad_array(data.word, (b, width), fill=v), doc=pad_array(data.doc, (b, width)),
                 doc_start=pad_array(data.doc_start, (d_max,)), doc_len=pad_array(data.doc_len, (d_max,)),
                 word_start=np.asarray(data.word_start), word_len=np.asarray(data.word_len),
                 word_members=None, word_rank=None, num_tokens=n_max,
                 count_bound=sizes["count_bound"])
+
+
+def _rotation_layout(data: Data, sizes: dict[str, int]) -> Data:
+    """A shard's Data laid out for word rotation (see ``Data.word_groups``), padded to `sizes`:
+    the tokens of word group q (word mod G = q), in corpus order, dealt round-robin into the
+    blocks q P' .. (q+1) P' - 1."""
+    groups, n_max, width = sizes["word_groups"], sizes["tokens"], sizes["group_width"]
+    n, v = data.num_tokens, data.word_start.shape[0]
+    per = _group_blocks(data.word.shape[0], groups)
+    word = from_strided(np.asarray(data.word), n)
+    doc = from_strided(np.asarray(data.doc), n)
+    tokens = [np.flatnonzero(word % groups == q).astype(np.int32) for q in range(groups)]
+
+    def laid_out(values, fill):
+        return np.concatenate([to_strided(values(t), per, fill=fill, width=width) for t in tokens])
+    return Data(word=laid_out(lambda t: word[t] // groups, group_rows(v, groups)),
+                doc=laid_out(lambda t: doc[t], 0), order=laid_out(lambda t: t, n_max),
+                doc_start=pad_array(data.doc_start, (sizes["docs"],)),
+                doc_len=pad_array(data.doc_len, (sizes["docs"],)),
+                word_start=np.asarray(data.word_start), word_len=np.asarray(data.word_len),
+                word_members=None, word_rank=None, num_tokens=n_max,
+                count_bound=sizes["count_bound"], word_groups=groups, rotate_words=True)
 
 
 def recount_shard(state: State, data: Data, params: Params, sizes: dict) -> State:

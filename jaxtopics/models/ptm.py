@@ -394,7 +394,7 @@ def sweep(key: Array, state: State, data: Data, params: Params,
 # sharding hooks (``jaxtopics.distributed``)
 
 
-def shard_sizes(data: Data) -> dict[str, int]:
+def shard_sizes(data: Data, num_shards: int) -> dict[str, int]:
     """The sizes of a shard's layout: tokens, documents, longest document, both block layouts."""
     n, d, _ = _sizes(data)
     return {"tokens": n, "docs": d, "doc_width": data.doc_tokens.shape[1],

@@ -372,7 +372,7 @@ def sweep(key: Array, state: State, data: Data, params: Params,
 # sharding hooks (``jaxtopics.distributed``)
 
 
-def shard_sizes(data: Data) -> dict[str, int]:
+def shard_sizes(data: Data, num_shards: int) -> dict[str, int]:
     """The sizes of a shard's layout: sentences, documents, tokens, word slots, blocks."""
     s, d, _ = _sizes(data)
     b, c = data.blocks.shape

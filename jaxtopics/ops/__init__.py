@@ -15,6 +15,7 @@ from .counts import (
     table_cells,
 )
 from .mh import mh_accept, propose_from_members
+from .rotation import group_rows, join_groups, rotate, row_group
 from .polya import (
     block_log_predictive,
     dirichlet_multinomial_log_evidence,
@@ -56,7 +57,9 @@ __all__ = [
     "exchange",
     "exchange_others",
     "from_strided",
+    "group_rows",
     "grouped_counts",
+    "join_groups",
     "log_dirichlet",
     "log_gamma",
     "log_rising_factorial",
@@ -73,6 +76,8 @@ __all__ = [
     "round_up",
     "propose_from_members",
     "repeat_ranks",
+    "rotate",
+    "row_group",
     "strided_blocks",
     "strided_width",
     "table_cells",
