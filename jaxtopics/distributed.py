@@ -137,8 +137,9 @@ def split_documents(corpus: Corpus, num_shards: int) -> list[np.ndarray]:
     if num_shards > corpus.num_docs:
         whose = ("the corpus's" if jax.process_count() == 1 else
                  f"process {jax.process_index()}'s share of the corpus:")   # its own documents
-        raise ParameterError(f"{num_shards} devices (shards) are more than {whose} "
-                             f"{corpus.num_docs} document{'s' if corpus.num_docs != 1 else ''}")
+        raise ParameterError(f"{num_shards} devices (shards, devices={num_shards}) are more than "
+                             f"{whose} {corpus.num_docs} "
+                             f"document{'s' if corpus.num_docs != 1 else ''}")
     lengths = corpus.doc_lengths
     bounds = balanced_ranges(lengths, num_shards)
     if any(lengths[a:b].sum() == 0 for a, b in zip(bounds[:-1], bounds[1:])):
@@ -148,8 +149,8 @@ def split_documents(corpus: Corpus, num_shards: int) -> list[np.ndarray]:
         holding = np.flatnonzero(lengths)
         if holding.size < num_shards:
             many = holding.size != 1
-            raise ParameterError(f"{num_shards} devices (shards) are more than the "
-                                 f"{holding.size} document{'s' if many else ''} that "
+            raise ParameterError(f"{num_shards} devices (shards, devices={num_shards}) are more "
+                                 f"than the {holding.size} document{'s' if many else ''} that "
                                  f"hold{'' if many else 's'} tokens")
         inner = balanced_ranges(lengths[holding], num_shards)
         bounds = [0, *(int(holding[j]) for j in inner[1:-1]), corpus.num_docs]

@@ -353,6 +353,10 @@ def test_count_tables_beyond_the_memory_are_one_line(tmp_path):
     (["--alpha", "-1"], "--alpha must be a finite number > 0"),
     (["--sync-every", "0"], "--sync-every must be an integer >= 1"),
     (["--exchange", "sideways"], "--exchange must be one of ('rotate', 'moves'), got 'sideways'"),
+    (["--sync-every", "8"], "--sync-every applies to --exchange='moves' only (rotating word "
+                            "groups exchanges no moves), got --sync-every=8 with --exchange='rotate'"),
+    (["--devices", "4"], "4 devices (shards, --devices=4) are more than the corpus's 2 "
+                         "documents"),                                       # conftest: 4
     (["--model", "ptm", "--num-pseudo-docs", "0"], "--num-pseudo-docs must be a positive integer"),
     (["--model", "hdp", "--initial-topics", "0"], "--initial-topics must be an integer >= 1"),
     (["--model", "dmm", "--num-clusters", "0"], "--num-clusters must be an integer >= 1"),

@@ -386,8 +386,16 @@ def test_word_rotation_layout_holds_every_token_once(corpus):
 
 
 def test_exchange_moves_keeps_every_word_on_every_device(corpus):
-    """exchange="moves" keeps the all-tables layout (no word groups); a bad exchange is named."""
+    """exchange="moves" keeps the all-tables layout (no word groups); a bad exchange is named,
+    and so is a sync_every given to a rotation; numpy strings are kept as str."""
     sdata = dist.prepare(corpus, lda.Params(num_topics=5, exchange="moves"), 4)
     assert sdata.data.word_groups == 1 and sdata.data.order is None
     with pytest.raises(ParameterError, match="exchange must be one of"):
         lda.check_params(lda.Params(num_topics=5, exchange="sideways"))
+    # sync_every means nothing to a rotation: only its default is accepted there
+    with pytest.raises(ParameterError, match="sync_every applies to exchange='moves' only"):
+        lda.check_params(lda.Params(num_topics=5, sync_every=8))
+    assert lda.check_params(lda.Params(num_topics=5, sync_every=8, exchange="moves")).sync_every == 8
+    typed = lda.check_params(lda.Params(num_topics=5, exchange=np.str_("moves"),
+                                        sampler=np.str_("parallel"), init=np.str_("random")))
+    assert all(type(x) is str for x in (typed.exchange, typed.sampler, typed.init))

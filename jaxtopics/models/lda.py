@@ -114,12 +114,15 @@ class Params(NamedTuple):
     exactly, and a sweep has 2P + 1 collectives of whole groups (n_k, K numbers, is summed
     after each sub-epoch: the one count another device's moves reach late). "moves": every
     device holds all of n_kw and the devices exchange their blocks' moves (``sync_every``).
-    sync_every: ``exchange="moves"`` only: blocks between two exchanges of
-    the word-topic moves. E applies a device's own moves at once and the other devices' every E
-    blocks (E times fewer collectives; E >= num_blocks: once a sweep). The default 4 converges
-    like exact Gibbs on Reuters (README, "Several processes and hosts") and is ~1.08x faster
-    than 1 on 2 CPU devices; 1 = after every block (one sharded sweep is then the one-device
-    blocked sweep whose block b is the union of the shards' blocks b; the uniforms differ).
+    With "rotate" a sweep has P ceil(num_blocks / P) blocks (each word group's tokens of a
+    shard in ceil(num_blocks / P) blocks), at least one per group.
+    sync_every: ``exchange="moves"`` only (with "rotate" only its default is accepted): blocks
+    between two exchanges of the word-topic moves. E applies a device's own moves at once and
+    the other devices' every E blocks (E times fewer collectives; E >= num_blocks: once a
+    sweep). 4 converges like exact Gibbs on Reuters (README, "Several processes and hosts") and
+    is ~1.08x faster than 1 on 2 CPU devices; 1 = after every block (one sharded sweep is then
+    the one-device blocked sweep whose block b is the union of the shards' blocks b; the
+    uniforms differ).
     """
 
     num_topics: int
@@ -220,7 +223,13 @@ def check_params(params: Params) -> Params:
     if sizes["mh_steps"] and params.sampler != "parallel":
         raise ParameterError(f"mh_steps applies to the 'parallel' sampler only, got "
                              f"sampler={params.sampler!r} with mh_steps={sizes['mh_steps']}")
-    return params._replace(num_topics=k, alpha=alpha, beta=beta, **sizes)
+    default_sync = Params._field_defaults["sync_every"]
+    if params.exchange == "rotate" and sizes["sync_every"] != default_sync:
+        raise ParameterError(f"sync_every applies to exchange='moves' only (rotating word groups "
+                             f"exchanges no moves), got sync_every={sizes['sync_every']} with "
+                             f"exchange='rotate'")
+    return params._replace(num_topics=k, alpha=alpha, beta=beta, sampler=str(params.sampler),
+                           init=str(params.init), exchange=str(params.exchange), **sizes)
 
 
 def state_shapes(params: Params, num_tokens: int, num_docs: int, num_words: int) -> State:
@@ -523,8 +532,8 @@ def to_carry(state: State, data: Data, params: Params, axis_name: str | None = N
                                word_topic=state.word_topic.astype(_NARROW))
     n = data.num_tokens
     num_blocks, width = data.word.shape
-    if data.order is not None:                  # a word-rotation layout: slots -> tokens
-        return state._replace(z=state.z[data.order])
+    if data.order is not None:      # a word-rotation layout: slot -> token (empty: dummy N)
+        return state._replace(z=state.z.at[data.order].get(mode="promise_in_bounds"))
     z = to_strided(state.z[:n], num_blocks, width=width)
     every = _exchange_every(params, data, axis_name)
     if every > 1 and num_blocks % every:
@@ -538,8 +547,12 @@ def from_carry(carry: State, data: Data, params: Params) -> State:
         return carry
     if data.order is None:
         z = jnp.append(from_strided(carry.z[:data.word.shape[0]], data.num_tokens), 0)
-    else:                   # slots without a token hold 0 and point at the dummy slot N
-        z = jnp.zeros((data.num_tokens + 1,), jnp.int32).at[data.order].set(carry.z)
+    else:       # slots without a token hold 0 and point at the dummy slot N; row by row, so
+        # that XLA's scatter copies one row of indices and updates, not [N] of each
+        def row(r, z):
+            return z.at[data.order[r]].set(carry.z[r], mode="promise_in_bounds")
+        z = jax.lax.fori_loop(0, data.order.shape[0], row,
+                              jnp.zeros((data.num_tokens + 1,), jnp.int32))
     return carry._replace(z=z, doc_topic=carry.doc_topic.astype(jnp.int32),
                           word_topic=carry.word_topic.astype(jnp.int32))
 
