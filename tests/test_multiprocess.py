@@ -94,7 +94,8 @@ def test_two_processes_reach_exact_gibbs_quality_on_reuters(tmp_path, reuters, r
     """The mean of 3 two-process chains (500 sweeps, word rotation) is within the issue's 0.25 %
     of exact Gibbs, up to 3 standard errors of that mean. Single chains cannot carry the bar: they
     scatter by about +-0.015 (0.2 %) with occasional stragglers (measured over 16 seeds of this
-    run: mean -7.8485, 0.10 % from -7.841; seed 0 alone -7.894)."""
+    run when the devices exchanged moves: mean -7.8485, 0.10 % from -7.841; seed 0 alone
+    -7.894)."""
     finals = []
     for seed in SEEDS:
         out = tmp_path / f"seed{seed}"
