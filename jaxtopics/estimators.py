@@ -581,7 +581,10 @@ class LDA(_Estimator):
     ``LDA(num_topics=20, alpha=0.1, beta=0.01, sampler="parallel")``; samplers: "parallel"
     (blocked collapsed sweep, the fast default; ``mh_steps=2`` swaps its O(K) exact draws for O(1)
     Metropolis-Hastings moves, for very large K), "sequential" (exact collapsed Gibbs,
-    token by token), "uncollapsed" (exact blocked Gibbs over theta, phi, z).
+    token by token), "uncollapsed" (exact blocked Gibbs over theta, phi, z). Fitted on several
+    devices (``fit(..., devices=P)``), the devices share n_kw by rotating P word groups
+    (``exchange="rotate"``, the default: exact rows, 2P + 1 collectives a sweep) or by exchanging
+    their moves every ``sync_every`` blocks (``exchange="moves"``).
     See ``jaxtopics.models.lda`` for the kernels and their equations.
     """
 
