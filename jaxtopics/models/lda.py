@@ -792,26 +792,21 @@ def shard_sizes(data: Data, num_shards: int) -> dict[str, int]:
              "count_bound": data.count_bound, "word_groups": 1, "group_width": 0}
     if data.rotate_words and num_shards > 1:
         word = np.asarray(from_strided(np.asarray(data.word), n))
-        per = _group_blocks(data.word.shape[0], num_shards)
+        per = group_rows(data.word.shape[0], num_shards)          # blocks per word group
         sizes["word_groups"] = num_shards
         sizes["group_width"] = strided_width(
             int(np.bincount(word % num_shards, minlength=num_shards).max()), per)
     return sizes
 
 
-def _group_blocks(num_blocks: int, groups: int) -> int:
-    """Blocks per word group in a rotation layout: the sweep keeps about ``num_blocks``."""
-    return -(-num_blocks // groups)
-
-
 def pad_shard(data: Data, sizes: dict[str, int]) -> Data:
     """A shard's Data padded to ``sizes`` (tokens, docs, block_width): padding tokens (n..n_max-1)
     and the slots past them hold word V (no token), padding documents are empty. Sharded sweeps
     draw exactly, so the MH index is not carried."""
-    n_max, d_max, width = sizes["tokens"], sizes["docs"], sizes["block_width"]
-    b, v = data.word.shape[0], data.word_start.shape[0]
     if sizes["word_groups"] > 1:
         return _rotation_layout(data, sizes)
+    n_max, d_max, width = sizes["tokens"], sizes["docs"], sizes["block_width"]
+    b, v = data.word.shape[0], data.word_start.shape[0]
     return Data(word=pad_array(data.word, (b, width), fill=v), doc=pad_array(data.doc, (b, width)),
                 doc_start=pad_array(data.doc_start, (d_max,)), doc_len=pad_array(data.doc_len, (d_max,)),
                 word_start=np.asarray(data.word_start), word_len=np.asarray(data.word_len),
@@ -825,7 +820,7 @@ def _rotation_layout(data: Data, sizes: dict[str, int]) -> Data:
     blocks q P' .. (q+1) P' - 1."""
     groups, n_max, width = sizes["word_groups"], sizes["tokens"], sizes["group_width"]
     n, v = data.num_tokens, data.word_start.shape[0]
-    per = _group_blocks(data.word.shape[0], groups)
+    per = group_rows(data.word.shape[0], groups)                  # blocks per word group
     word = from_strided(np.asarray(data.word), n)
     doc = from_strided(np.asarray(data.doc), n)
     tokens = [np.flatnonzero(word % groups == q).astype(np.int32) for q in range(groups)]
