@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import __version__
+from . import __version__, memory
 from .corpus import Corpus, TextOptions, split_sentences
 from .errors import CorpusError, FormatError, ParameterError, ShardLayoutWarning, UnknownWordsWarning
 from .fit import TracePoint, chain_keys, in_32_bits, run_sweeps
@@ -558,6 +558,11 @@ class _Estimator:
                                      "shards over all processes)")
             init_key = jax.random.fold_in(init_key, jax.process_index())
             num_tokens = distributed.process_sum(num_tokens)
+        module, params = self.module, self.params
+        initial = jax.eval_shape(lambda: module.init(init_key, data, params))
+        _on_every_process(lambda: memory.check_fits(
+            memory.state_bytes(initial), jax.local_devices()[:1],
+            f"{type(self).__name__}'s initial state", initial, params), "fit the state in memory")
         state = self.module.init(init_key, data, self.params)
         fitted = self.fitted_class(self.name, self.params, corpus.vocab, int(seed), state, data,
                                    _fingerprint(corpus, self.name), 0, [], num_tokens)
@@ -714,11 +719,11 @@ def _require_same_settings(**settings: Any) -> None:
         require_same_settings(settings)
 
 
-def _on_every_process(fn: Any) -> Any:
+def _on_every_process(fn: Any, what: str = "lay out their documents") -> Any:
     """``fn()``; in a multi-process run a JaxTopicsError or OSError on any process ends every
     process (``distributed.on_every_process``), so none waits for one that stopped."""
     from .distributed import on_every_process
-    return on_every_process(fn)
+    return on_every_process(fn, what)
 
 
 def _number(x: Any, name: str) -> float:

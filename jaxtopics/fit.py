@@ -19,9 +19,10 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
+from . import memory
 from .validate import seed_key
 
-__all__ = ["TracePoint", "chain_keys", "in_32_bits", "run_chunk", "run_sweeps"]
+__all__ = ["TracePoint", "chain_keys", "check_chunk_memory", "in_32_bits", "run_chunk", "run_sweeps"]
 
 
 def in_32_bits(fn: Callable) -> Callable:
@@ -113,6 +114,30 @@ def run_chunk(model: ModuleType, params: Any, data: Any, state: Any, chain_key: 
     return state, model.log_joint(state, data, params), changed, t
 
 
+def check_chunk_memory(model: ModuleType, params: Any, data: Any, state: Any, chain_key: Array,
+                       start: int, stop: int) -> None:
+    """Refuse (ParameterError) a chunk of sweeps whose working memory does not fit on its
+    devices: XLA's own count of the compiled chunk's temporaries and new outputs
+    (``memory.check_fits``), agreed over the processes of a multi-process run. The chunk is
+    compiled here once; ``run_chunk`` then reuses it."""
+    lowered = run_chunk.lower(model, params, data, state, chain_key, jnp.int32(start),
+                              jnp.int32(stop))
+    stats = lowered.compile().memory_analysis()
+    if stats is None:               # pragma: no cover - a backend that does not say
+        return
+    needed = stats.temp_size_in_bytes + stats.output_size_in_bytes - stats.alias_size_in_bytes
+    devices = {d for leaf in jax.tree.leaves(state) if isinstance(leaf, jax.Array)
+               for d in leaf.sharding.addressable_devices} or set(jax.local_devices()[:1])
+    from .distributed import on_every_process    # every process stops if one cannot go on
+    on_every_process(lambda: memory.check_fits(needed, sorted(devices, key=lambda d: d.id),
+                                               "a chunk of sweeps", state, params),
+                     "fit a chunk of sweeps in their memory")
+
+
+def _shapes(state: Any) -> list:
+    return [getattr(leaf, "shape", None) for leaf in jax.tree.leaves(state)]
+
+
 def _boundaries(start: int, stop: int, *every: int | None) -> list[int]:
     """Sweep counts at which to stop the jitted loop: multiples of each `every`, and `stop`."""
     points = {stop}
@@ -150,10 +175,14 @@ def run_sweeps(model: ModuleType, params: Any, data: Any, state: Any, chain_key:
     trace: list[TracePoint] = []
     t0 = time.perf_counter()
     done = start
+    checked = None
     try:
         for point in _boundaries(start, stop, eval_every, checkpoint_every):
             steps = point - done
             while done < point:
+                if checked != _shapes(state):          # the first chunk, or the state grew
+                    check_chunk_memory(model, params, data, state, chain_key, done, point)
+                    checked = _shapes(state)
                 state, lj, changed, reached = run_chunk(model, params, data, state, chain_key,
                                                          jnp.int32(done), jnp.int32(point))
                 done = int(reached)

@@ -332,8 +332,9 @@ def test_fit_into_a_pipe_that_closes_early_still_writes_out(tmp_path):
 
 def test_count_tables_beyond_the_memory_are_one_line(tmp_path):
     """Review: --num-topics 2000000000 passed the size checks and ended in a RESOURCE_EXHAUSTED
-    traceback; the device running out of memory is one line and status 2 (address space capped
-    at 8 GiB here, so the 16 GB table is refused by the allocator, not the kernel's OOM killer)."""
+    traceback (or, uncapped, the kernel's OOM killer); now the tables are sized before they are
+    allocated and refused in one line naming the flag, status 2 (address space capped at 8 GiB
+    here, so the refusal does not depend on this machine's memory)."""
     (tmp_path / "tiny.ldac").write_text("2 0:1 1:2\n1 0:3\n")
     (tmp_path / "v.txt").write_text("a\nb\n")
     capped = ("import resource, runpy, sys; resource.setrlimit(resource.RLIMIT_AS, (8 << 30, "
@@ -344,7 +345,9 @@ def test_count_tables_beyond_the_memory_are_one_line(tmp_path):
                         "--no-progress", "--devices", "1"], capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 2, r.stderr
-    assert "jaxtopics: error: the device ran out of memory (RESOURCE_EXHAUSTED" in r.stderr
+    assert "jaxtopics: error: LDA's initial state needs 40.0 GB of memory and the host has" in r.stderr
+    assert "word_topic [2, 2000000000] int32 (16.0 GB)" in r.stderr
+    assert "lower --num-topics=2000000000" in r.stderr
     assert "Traceback" not in r.stderr
 
 

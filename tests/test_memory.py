@@ -1,0 +1,97 @@
+"""A fit whose arrays cannot fit in memory is refused before they are allocated (memory.py)."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+import jaxtopics as jt
+from jaxtopics import memory
+from jaxtopics.errors import ParameterError
+
+
+@pytest.fixture
+def tiny():
+    return jt.Corpus.from_token_lists([["a", "b", "c"], ["d", "e", "f"], ["a", "f"]])
+
+
+def _free(monkeypatch, *answers):
+    """Make ``available_bytes`` answer `answers` in turn (the last one from then on)."""
+    calls = []
+
+    def available(device):
+        calls.append(device)
+        return answers[min(len(calls), len(answers)) - 1]
+    monkeypatch.setattr(memory, "available_bytes", available)
+    return calls
+
+
+@pytest.mark.parametrize("model, table, hint", [
+    (jt.LDA(num_topics=2_000_000_000), r"word_topic \[6, 2000000000\] int32 \(48\.0 GB\)",
+     "lower num_topics=2000000000"),
+    (jt.PTM(num_topics=2, num_pseudo_docs=2**31 - 1),
+     r"pseudo_topic \[2147483647, 2\] int32 \(17\.2 GB\)", "lower num_pseudo_docs=2147483647\\)"),
+    (jt.DMM(num_clusters=100_000_000), r"word_cluster \[6, 100000000\] int32 \(2\.4 GB\)",
+     "lower num_clusters=100000000"),
+])
+def test_a_state_that_cannot_fit_is_refused_before_it_is_allocated(monkeypatch, tiny, model,
+                                                                  table, hint):
+    calls = _free(monkeypatch, 10**9)
+    name = type(model).__name__
+    with pytest.raises(ParameterError, match=rf"{name}'s initial state needs [\d.]+ GB of memory "
+                       rf"and the host has 1\.0 GB free \(its largest tables: {table}.*{hint}"):
+        model.fit(tiny, num_sweeps=1, progress=False)
+    assert len(calls) == 1                       # refused at the first check, nothing compiled
+
+
+@pytest.mark.parametrize("devices", [None, 2])
+def test_a_chunk_that_cannot_fit_is_refused_before_it_runs(monkeypatch, tiny, devices):
+    """XLA's count of a compiled chunk's temporaries and outputs against the free memory; on a
+    CPU the shards' needs add up (they share the host)."""
+    needs = []
+    real = memory.check_fits
+
+    def spy(needed, devs, what, state=None, params=None):
+        needs.append((what, needed, len(list(devs))))
+        return real(needed, devs, what, state, params)
+    monkeypatch.setattr(memory, "check_fits", spy)
+    _free(monkeypatch, 10**12)
+    model = jt.DMM(num_clusters=50, num_blocks=2).fit(tiny, num_sweeps=2, progress=False,
+                                                       devices=devices)
+    (_, state_need, _), (what, chunk_need, shards) = needs
+    assert what == "a chunk of sweeps" and chunk_need > 0 and shards == (devices or 1)
+    needs.clear()
+    _free(monkeypatch, chunk_need * shards - 1)
+    with pytest.raises(ParameterError, match=r"a chunk of sweeps needs .* and the host has .* "
+                       r"free \(its largest tables: word_cluster \[6, 50\] int32 .*"
+                       r"lower num_clusters=50\)"):
+        model.resume(tiny, num_sweeps=2, progress=False, devices=devices)
+    assert model.sweeps_done == 2                  # nothing ran
+    _free(monkeypatch, chunk_need * shards)
+    model.resume(tiny, num_sweeps=2, progress=False, devices=devices)
+    assert model.sweeps_done == 4
+
+
+def test_host_memory_is_the_least_of_the_kernel_cgroup_and_address_space(monkeypatch):
+    cpu = jax.devices("cpu")[0]
+    free = memory.available_bytes(cpu)
+    with open("/proc/meminfo") as f:
+        total = int(next(line.split()[1] for line in f if line.startswith("MemTotal:"))) * 1024
+    assert 0 < free <= total
+    resource = memory.resource
+    vm = memory._stat_field("/proc/self/status", "VmSize:") * 1024
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (vm + 300 * 2**20, resource.RLIM_INFINITY))
+    capped = memory.available_bytes(cpu)
+    assert 250 * 2**20 < capped <= 300 * 2**20      # what ulimit -v leaves (VmSize moves a little)
+
+
+def test_what_is_named():
+    assert [memory.format_bytes(n) for n in (900, 1500, 2_400_000_000, 3 * 10**12)] == [
+        "900 bytes", "1.5 kB", "2.4 GB", "3.0 TB"]
+    state = jt.models.lda.State(z=np.zeros(10, np.int32), doc_topic=np.zeros((3, 7), np.int32),
+                                word_topic=np.zeros((5, 7), np.int32), topic=np.zeros(7, np.int32))
+    assert memory.state_bytes(state) == 4 * (10 + 21 + 35 + 7)
+    text = memory._largest(state, jt.LDA(num_topics=7).params)
+    assert text == ("its largest tables: word_topic [5, 7] int32 (140 bytes); doc_topic [3, 7] "
+                    "int32 (84 bytes); lower num_topics=7")
