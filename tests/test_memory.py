@@ -95,3 +95,14 @@ def test_what_is_named():
     text = memory._largest(state, jt.LDA(num_topics=7).params)
     assert text == ("its largest tables: word_topic [5, 7] int32 (140 bytes); doc_topic [3, 7] "
                     "int32 (84 bytes); lower num_topics=7")
+
+
+@pytest.mark.parametrize("model, message", [
+    (lambda: jt.DMM(num_clusters=2**31), "num_clusters must be an integer <= 2147483647, got 2147483648"),
+    (lambda: jt.DPMM(capacity=2**31), "capacity must be an integer <= 2147483647, got 2147483648"),
+    (lambda: jt.HDP(initial_topics=2**20 + 1), "initial_topics must be an integer <= 1048576, got 1048577"),
+])
+def test_upper_limits_are_worded_alike(tiny, model, message):
+    """Review: the limits read `< 2^31`, `<= 2**20` and `<= 2147483647` in different models."""
+    with pytest.raises(ParameterError, match=message):
+        model().fit(tiny, num_sweeps=1, progress=False)

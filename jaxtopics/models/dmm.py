@@ -158,7 +158,8 @@ def check_params(params: Params) -> Params:
     """Validate hyper-parameters; raises ParameterError naming the bad field."""
     _positive_int(params, "num_clusters")
     if params.num_clusters > MAX_TABLE_CELLS:
-        raise ParameterError(f"num_clusters must be < 2^31, got {params.num_clusters}")
+        raise ParameterError(f"num_clusters must be an integer <= {MAX_TABLE_CELLS}, "
+                             f"got {params.num_clusters}")
     for name in ("alpha", "beta"):
         _concentration(params, name)
     if params.sampler not in SAMPLERS:

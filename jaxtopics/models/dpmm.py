@@ -142,7 +142,8 @@ def check_params(params: Params) -> Params:
     for name in ("num_blocks", "capacity", "init_clusters", "chunk_size"):
         dmm._positive_int(params, name)
     if params.capacity > dmm.MAX_TABLE_CELLS:
-        raise ParameterError(f"capacity must be < 2^31, got {params.capacity}")
+        raise ParameterError(f"capacity must be an integer <= {dmm.MAX_TABLE_CELLS}, "
+                             f"got {params.capacity}")
     if params.init_clusters > params.capacity:
         raise ParameterError(f"init_clusters={params.init_clusters} does not fit in "
                              f"capacity={params.capacity}")

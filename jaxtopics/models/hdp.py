@@ -223,7 +223,8 @@ def check_params(params: Params) -> Params:
                       ("chunk_size", 1)):
         _check_int(name, getattr(params, name), low)
     if params.initial_topics > 2**20:
-        raise ParameterError(f"initial_topics must be <= 2**20, got {params.initial_topics}")
+        raise ParameterError(f"initial_topics must be an integer <= {2**20}, "
+                             f"got {params.initial_topics}")
     return params
 
 
