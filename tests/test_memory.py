@@ -106,3 +106,21 @@ def test_upper_limits_are_worded_alike(tiny, model, message):
     """Review: the limits read `< 2^31`, `<= 2**20` and `<= 2147483647` in different models."""
     with pytest.raises(ParameterError, match=message):
         model().fit(tiny, num_sweeps=1, progress=False)
+
+
+def test_a_grown_state_is_checked_again(monkeypatch):
+    """A nonparametric state that outgrows its capacity is a new program: its chunk is sized
+    again before it runs (and a state that did not grow is not)."""
+    whats = []
+    real = memory.check_fits
+
+    def spy(needed, devs, what, state=None, params=None):
+        whats.append((what, None if state is None else state.cluster_docs.shape))
+        return real(needed, devs, what, state, params)
+    monkeypatch.setattr(memory, "check_fits", spy)
+    docs = [[f"w{i}", f"w{i}x", f"w{i}y"] for i in range(40)]      # 40 unrelated documents
+    model = jt.DPMM(alpha=50.0, beta=0.01, capacity=2, init_clusters=1).fit(
+        jt.Corpus.from_token_lists(docs), num_sweeps=3, progress=False)
+    chunks = [shape for what, shape in whats if what == "a chunk of sweeps"]
+    assert len(chunks) >= 2 and len(set(chunks)) == len(chunks), whats
+    assert model.state.cluster_docs.shape[0] > 2
