@@ -80,8 +80,9 @@ try:                                    # jax >= 0.6 exports shard_map at the to
 except ImportError:                     # pragma: no cover - older jax
     from jax.experimental.shard_map import shard_map as _shard_map
 
-__all__ = ["AXIS", "ShardedData", "Sharded", "ShardedLDA", "initialize", "read_process_corpus",
-           "global_fingerprint", "balanced_ranges", "split_documents", "make_mesh", "prepare", "init",
+__all__ = ["AXIS", "ShardedData", "Sharded", "ShardedLDA", "bytes_per_device", "initialize",
+           "read_process_corpus", "global_fingerprint", "balanced_ranges", "split_documents",
+           "make_mesh", "prepare", "init",
            "shard_state", "recount", "place", "sweep", "log_joint", "gather", "module_of",
            "shard_refusal", "process_sum"]
 
@@ -621,6 +622,14 @@ def shard_state(state: Any, sdata: ShardedData, *, local: bool = False) -> Any:
             pieces[(i, slice(0, rows.shape[0])) + tuple(slice(0, n) for n in rows.shape[1:])] = rows
         out.append(pieces if jax.process_count() > 1 else jnp.asarray(pieces))
     return type(state)(*out)
+
+
+def bytes_per_device(state: Any, sdata: ShardedData) -> int:
+    """Bytes a device holds of a sharded `state` (``shard_state``'s, before ``place``): every
+    global table (replicated) and one shard of each per-shard field."""
+    from .memory import state_bytes
+    return sum(state_bytes(x) // (x.shape[0] if _is_sharded(sdata.module, f) else 1)
+               for f, x in zip(state._fields, state))
 
 
 def _flat(module: ModuleType, state: Any) -> Any:

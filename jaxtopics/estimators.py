@@ -222,8 +222,10 @@ class FittedModel:
         return "\n".join(lines)
 
     def __repr__(self) -> str:
-        return (f"FittedModel(model={self.model!r}, num_topics={self.num_topics}, "
-                f"sweeps_done={self.sweeps_done}, seed={self.seed})")
+        # the settings, not the read-outs: a repr must not compute phi (GBs for a large K)
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params._asdict().items())
+        return (f"FittedModel(model={self.model!r}, {args}, sweeps_done={self.sweeps_done}, "
+                f"seed={self.seed})")
 
     # -- continuing and persisting -----------------------------------------------------------
 
@@ -322,8 +324,11 @@ class FittedModel:
         mesh = distributed.make_mesh(devices)
         sdata = distributed.prepare(corpus, self.params, devices, module=self._module)
         local = self.__dict__.get("_local_state", False)     # a multi-process fit's own init
-        state, sdata = distributed.place(distributed.shard_state(self._state, sdata, local=local),
-                                         sdata, mesh)
+        shards = distributed.shard_state(self._state, sdata, local=local)
+        _on_every_process(lambda: memory.check_fits(
+            distributed.bytes_per_device(shards, sdata), mesh.local_devices,
+            f"the state on {devices} devices", shards, self.params), "fit the state in memory")
+        state, sdata = distributed.place(shards, sdata, mesh)
         if jax.process_count() > 1:
             state = distributed.recount(state, sdata, self.params)   # global tables over processes
         self.__dict__["_local_state"] = False
@@ -558,11 +563,7 @@ class _Estimator:
                                      "shards over all processes)")
             init_key = jax.random.fold_in(init_key, jax.process_index())
             num_tokens = distributed.process_sum(num_tokens)
-        module, params = self.module, self.params
-        initial = jax.eval_shape(lambda: module.init(init_key, data, params))
-        _on_every_process(lambda: memory.check_fits(
-            memory.state_bytes(initial), jax.local_devices()[:1],
-            f"{type(self).__name__}'s initial state", initial, params), "fit the state in memory")
+        _on_every_process(lambda: self._check_memory(init_key, data), "fit the state in memory")
         state = self.module.init(init_key, data, self.params)
         fitted = self.fitted_class(self.name, self.params, corpus.vocab, int(seed), state, data,
                                    _fingerprint(corpus, self.name), 0, [], num_tokens)
@@ -578,6 +579,28 @@ class _Estimator:
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.params._asdict().items())
         return f"{type(self).__name__}({args})"
+
+    def _check_memory(self, init_key: jax.Array, data: Any) -> None:
+        """Refuse (``memory.check_fits``) a state that cannot fit on the device with what it
+        passes through: its initialisation, run op by op, holds the state plus its largest table
+        once more (an op's output beside its input), and the read-outs (theta, phi, ...; sized
+        where their shapes do not depend on the counts) are computed beside the state, again op
+        by op (x2)."""
+        module, params = self.module, self.params
+
+        def shapes(p):
+            return jax.eval_shape(lambda: module.init(init_key, data, p))
+        state = shapes(params)
+        tables = [memory.state_bytes(a) for a in jax.tree.leaves(state)]
+        try:
+            readouts = memory.state_bytes(jax.eval_shape(lambda st: module.estimate(st, params), state))
+        except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,
+                jax.errors.TracerIntegerConversionError, jax.errors.TracerBoolConversionError):
+            readouts = 0                # compacted to the active topics: no static size
+        needed = sum(tables) + max(max(tables, default=0), 2 * readouts)
+        memory.check_fits(needed, jax.local_devices()[:1],
+                          f"{type(self).__name__}'s state, with its initialisation and read-outs,",
+                          state, params, shapes)
 
 
 class LDA(_Estimator):

@@ -120,6 +120,7 @@ def check_chunk_memory(model: ModuleType, params: Any, data: Any, state: Any, ch
     devices: XLA's own count of the compiled chunk's temporaries and new outputs
     (``memory.check_fits``), agreed over the processes of a multi-process run. The chunk is
     compiled here once; ``run_chunk`` then reuses it."""
+    jax.block_until_ready(state)           # the free memory read below counts the state
     lowered = run_chunk.lower(model, params, data, state, chain_key, jnp.int32(start),
                               jnp.int32(stop))
     stats = lowered.compile().memory_analysis()

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import resource
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import jax
@@ -99,10 +99,14 @@ def state_bytes(tree: Any) -> int:
                if hasattr(a, "shape") and hasattr(a, "dtype"))
 
 
-def _largest(state: Any, params: Any, top: int = 2) -> str:
+def _largest(state: Any, params: Any, resize: Callable[[Any], Any] | None = None,
+             top: int = 2) -> str:
     """The `top` largest fields of a NamedTuple state, and the integer parameters that size
     them: "its largest tables: word_cluster [6, 100000000] int32 (2.4 GB); lower
-    num_clusters=100000000"."""
+    num_clusters=100000000". A parameter sizes a table when its value is the table's longest
+    axis (else any axis); where none is, and `resize(params)` gives the state's shapes for other
+    parameters, the parameters whose doubling changes those tables' shapes (e.g. DP-MRM's
+    ``initial_topics``, which sets a capacity several times larger)."""
     fields = getattr(state, "_asdict", lambda: {})()
     arrays = sorted(((state_bytes(a), name, a) for name, a in fields.items() if hasattr(a, "shape")),
                     key=lambda t: -t[0])[:top]
@@ -119,15 +123,28 @@ def _largest(state: Any, params: Any, top: int = 2) -> str:
             if found:
                 named += [f for f in found if f not in named]
                 break
+    if not named and resize is not None:
+        named = [f"{k}={v}" for k, v in sizes.items() if v >= 1
+                 and _reshapes(resize, params, k, 2 * v, [name for _, name, _ in arrays], state)]
     return f"its largest tables: {text}" + (f"; lower {' or '.join(named)}" if named else "")
 
 
+def _reshapes(resize: Callable[[Any], Any], params: Any, name: str, value: int,
+              fields: list[str], state: Any) -> bool:
+    """Whether setting parameter `name` to `value` changes the shape of one of `fields`."""
+    try:
+        other = resize(params._replace(**{name: value}))
+    except Exception:           # an invalid combination of parameters: it does not tell
+        return False
+    return any(getattr(other, f).shape != getattr(state, f).shape for f in fields)
+
+
 def check_fits(needed: int, devices: Iterable[Any], what: str, state: Any = None,
-               params: Any = None) -> None:
+               params: Any = None, resize: Callable[[Any], Any] | None = None) -> None:
     """Refuse (ParameterError) when `needed` bytes more per device do not fit on `devices`.
 
     CPU devices share the host's memory, so their needs add up; other devices each have their
-    own. `state` and `params` only word the message (:func:`_largest`)."""
+    own. `state`, `params` and `resize` only word the message (:func:`_largest`)."""
     devices = list(devices)
     cpu = [d for d in devices if d.platform == "cpu"]
     checks = [(needed * len(cpu), cpu[0], "the host")] if cpu else []
@@ -135,7 +152,7 @@ def check_fits(needed: int, devices: Iterable[Any], what: str, state: Any = None
     for need, device, where in checks:
         free = available_bytes(device)
         if free is not None and need > free:
-            detail = _largest(state, params) if state is not None else ""
+            detail = _largest(state, params, resize) if state is not None else ""
             raise ParameterError(
                 f"{what} needs {format_bytes(need)} of memory and {where} has "
                 f"{format_bytes(free)} free" + (f" ({detail})" if detail else ""))

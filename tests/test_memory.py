@@ -39,10 +39,47 @@ def test_a_state_that_cannot_fit_is_refused_before_it_is_allocated(monkeypatch, 
                                                                   table, hint):
     calls = _free(monkeypatch, 10**9)
     name = type(model).__name__
-    with pytest.raises(ParameterError, match=rf"{name}'s initial state needs [\d.]+ GB of memory "
+    with pytest.raises(ParameterError, match=rf"{name}'s state, with its initialisation and "
+                       rf"read-outs, needs [\d.]+ GB of memory "
                        rf"and the host has 1\.0 GB free \(its largest tables: {table}.*{hint}"):
         model.fit(tiny, num_sweeps=1, progress=False)
     assert len(calls) == 1                       # refused at the first check, nothing compiled
+
+
+def test_the_check_counts_the_initialisation_and_the_read_outs(monkeypatch, tiny):
+    """Review: a state that fit alone ran out of memory in its op-by-op initialisation (the
+    largest table twice) or in phi (beside the state, x2 op by op) after the sweeps had run."""
+    needs = []
+    monkeypatch.setattr(memory, "check_fits", lambda needed, *a, **k: needs.append(needed))
+    jt.LDA(num_topics=1000).fit(tiny, num_sweeps=1, progress=False)
+    v, d, n, k = 6, 3, 8, 1000
+    state = 4 * (n + 1 + d * k + v * k + k)
+    readouts = 4 * (d * k + k * v)                          # theta [D, K], phi [K, V] float32
+    assert needs[0] == state + max(4 * v * k, 2 * readouts)
+
+
+def test_replicated_tables_count_once_per_device(monkeypatch, tiny):
+    """Review: with devices=2 every device holds its own copy of the global tables, so a state
+    that fit one device failed inside ``place``. Now the sharded state is sized per device (one
+    shard of the per-shard fields, every global table) before it is placed."""
+    checks = []
+    real = memory.check_fits
+
+    def spy(needed, devs, what, state=None, params=None):
+        checks.append((what, needed))
+        return real(needed, devs, what, state, params)
+    monkeypatch.setattr(memory, "check_fits", spy)
+    _free(monkeypatch, 10**12)
+    model = jt.DMM(num_clusters=1000, num_blocks=2).fit(tiny, num_sweeps=1, progress=False,
+                                                         devices=2)
+    placed = dict(checks)["the state on 2 devices"]
+    v, k = 6, 1000
+    assert placed > 4 * (v * k + k)               # at least word_cluster and cluster_docs
+    _free(monkeypatch, 2 * placed - 1)              # two CPU devices share the host
+    with pytest.raises(ParameterError, match=r"the state on 2 devices needs .* word_cluster "
+                       r"\[6, 1000\] int32 .*lower num_clusters=1000\)"):
+        model.resume(tiny, num_sweeps=1, progress=False, devices=2)
+    assert model.sweeps_done == 1
 
 
 @pytest.mark.parametrize("devices", [None, 2])
@@ -59,7 +96,7 @@ def test_a_chunk_that_cannot_fit_is_refused_before_it_runs(monkeypatch, tiny, de
     _free(monkeypatch, 10**12)
     model = jt.DMM(num_clusters=50, num_blocks=2).fit(tiny, num_sweeps=2, progress=False,
                                                        devices=devices)
-    (_, state_need, _), (what, chunk_need, shards) = needs
+    what, chunk_need, shards = needs[-1]
     assert what == "a chunk of sweeps" and chunk_need > 0 and shards == (devices or 1)
     needs.clear()
     _free(monkeypatch, chunk_need * shards - 1)
@@ -124,3 +161,14 @@ def test_a_grown_state_is_checked_again(monkeypatch):
     chunks = [shape for what, shape in whats if what == "a chunk of sweeps"]
     assert len(chunks) >= 2 and len(set(chunks)) == len(chunks), whats
     assert model.state.cluster_docs.shape[0] > 2
+
+
+def test_a_parameter_that_sizes_a_table_indirectly_is_named(monkeypatch):
+    """Review: DP-MRM's capacity is several times ``initial_topics``, so no table axis equals
+    the value the user gave; the parameter whose doubling resizes the tables is named."""
+    _free(monkeypatch, 10**6)
+    labelled = jt.Corpus.from_token_lists([["a", "b"], ["c", "d"], ["a", "d"]],
+                                          labels=[["x"], ["y"], ["x", "y"]])
+    with pytest.raises(ParameterError, match=r"its largest tables: word_topic \[4, \d+\] int32 "
+                       r".*; lower initial_topics=1000000\)"):
+        jt.DPMRM(initial_topics=1_000_000).fit(labelled, num_sweeps=1, progress=False)
