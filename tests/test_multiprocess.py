@@ -294,8 +294,8 @@ def test_a_process_that_cannot_go_on_ends_every_process(tmp_path, reuters_dir, e
 def test_a_process_without_the_memory_ends_every_process(tmp_path, reuters_dir):
     """Process 1 has 16 GiB of address space (``ulimit -v``, set by a sitecustomize on its path;
     less leaves gloo no room for its threads) and the tables need ~34 GB a process: it refuses
-    before allocating them, and process 0
-    (whatever its own memory) stops with it instead of waiting in the first collective."""
+    before allocating them, and process 0 (whatever its own memory) stops with it instead of
+    waiting in the first collective."""
     small = tmp_path / "sixty.ldac"
     small.write_text("".join((reuters_dir / "reuters.ldac").read_text().splitlines(True)[:60]))
     site = tmp_path / "capped"
@@ -305,9 +305,10 @@ def test_a_process_without_the_memory_ends_every_process(tmp_path, reuters_dir):
     path = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
     outs = _fit(tmp_path / "out", reuters_dir, "--num-topics", "2000000", "--sweeps", "2",
                 source=small, timeout=120, status=2, env_each=({}, {"PYTHONPATH": path}))
-    assert "LDA's initial state needs" in outs[1] and "lower --num-topics=2000000" in outs[1], outs
+    refusal = "LDA's state, with its initialisation and read-outs, needs"
+    assert refusal in outs[1] and "lower --num-topics=2000000" in outs[1], outs
     assert ("process(es) [1] could not fit the state in memory" in outs[0]
-            or "LDA's initial state needs" in outs[0]), outs
+            or refusal in outs[0]), outs
     assert all("Traceback" not in out for out in outs)
 
 
