@@ -3,9 +3,10 @@
 A table that int32 can index may still not fit: ``DMM(num_clusters=10**8)`` on any corpus asks
 for a [V, 10^8] word-cluster table and the blocks' [documents, 10^8] probabilities. Allocating
 first would leave the operating system to kill the process (a CPU's memory is overcommitted)
-or the run to fail deep inside XLA. So the facade sizes the initial state with
-``jax.eval_shape`` and the driver asks XLA how much a compiled chunk of sweeps needs
-(``Compiled.memory_analysis``), and both refuse with a :class:`~jaxtopics.errors.ParameterError`
+or the run to fail deep inside XLA, or after the sweeps, in the read-outs. So the facade sizes
+the state with ``jax.eval_shape``, with its initialisation and read-outs, and a sharded state's
+copy on each device; the driver asks XLA how much a compiled chunk of sweeps needs
+(``Compiled.memory_analysis``); all refuse with a :class:`~jaxtopics.errors.ParameterError`
 that names the largest tables and the parameters that size them.
 
 Free memory: a GPU's or TPU's ``memory_stats()`` (limit minus in use); a CPU's host memory
