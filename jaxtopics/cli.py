@@ -329,8 +329,8 @@ def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) 
         model.save(out / "model.jtm")        # collective; process 0 writes
         if not lead:
             return 0
-        topics = "".join(f"{k}\t" + " ".join(w for w, _ in words) + "\n"
-                         for k, words in enumerate(model.top_words(args.top_words)))
+        topics = "".join(f"{t}\t" + " ".join(model.vocab[i] for i in ids) + "\n"
+                         for t, ids in enumerate(model.top_word_ids(args.top_words)))
         atomic_write_bytes(out / "topics.txt", topics.encode("utf-8"))
         table = io.StringIO(newline="")
         w = csv.writer(table)
@@ -582,14 +582,20 @@ def _run(args: argparse.Namespace) -> int:
         print(f"jaxtopics: error: {where}{e.strerror or e}", file=sys.stderr)
         return 2
     except Exception as e:    # after OSError: this one re-raises what it does not handle
+        # Settings that cannot fit are refused before they are allocated (jaxtopics.memory);
+        # this is the last resort where that estimate was short of what a run needed.
         errors = sys.modules.get("jax.errors")      # loaded by whatever ran out of memory
-        if (errors is None or not isinstance(e, errors.JaxRuntimeError)
-                or "RESOURCE_EXHAUSTED" not in str(e)):
+        if isinstance(e, MemoryError):
+            where = "the host ran out of memory"
+        elif (errors is not None and isinstance(e, errors.JaxRuntimeError)
+                and ("RESOURCE_EXHAUSTED" in str(e) or "Out of memory" in str(e))):
+            where = "the device ran out of memory"
+        else:
             raise
-        # e.g. --num-topics 2000000000: the count tables do not fit on the device
-        print(f"jaxtopics: error: the device ran out of memory ({str(e).splitlines()[0]}); the "
-              "count tables grow with the topics x the words and the documents: try fewer "
-              "topics or a smaller vocabulary", file=sys.stderr)
+        print(f"jaxtopics: error: {where} ({(str(e) or type(e).__name__).splitlines()[0]}); the "
+              "count tables grow with the number of topics (clusters, pseudo-documents) times the "
+              "words and the documents: lower it or use a smaller vocabulary (files already in "
+              "--out are complete: each is written whole or not at all)", file=sys.stderr)
         return 2
     return 1
 

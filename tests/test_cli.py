@@ -388,3 +388,26 @@ def test_a_bad_model_option_is_named_by_its_flag(args, message, tmp_path, capsys
                    *devices, *args])
     err = capsys.readouterr().err
     assert status == 2 and message in err, err
+
+
+def test_memory_running_out_after_the_sweeps_is_one_line(tmp_path, capsys, monkeypatch):
+    """Review: near the memory limit a run that passed the up-front check could fail writing
+    topics.txt (a numpy MemoryError) with a traceback and status 1. Now: one line, status 2, and
+    the model file written before it is complete."""
+    from jaxtopics.cli import main
+    from jaxtopics.estimators import FittedModel
+
+    def short(self, *args, **kwargs):
+        raise MemoryError("Unable to allocate 32.0 MiB for an array with shape (25731, 163)")
+    monkeypatch.setattr(FittedModel, "top_word_ids", short)
+    monkeypatch.setattr(FittedModel, "summary", lambda self, n=8: "")
+    src = tmp_path / "docs.txt"
+    src.write_text("apples pears fruit\ncat mat hat\n", encoding="utf-8")
+    status = main(["fit", "--input", str(src), "--out", str(tmp_path / "o"), "--no-progress",
+                   "--devices", "1", "--sweeps", "2"])
+    err = capsys.readouterr().err
+    assert status == 2, err
+    assert err.startswith("jaxtopics: error: the host ran out of memory (Unable to allocate 32.0 "
+                          "MiB") and "Traceback" not in err, err
+    assert jt.load(tmp_path / "o" / "model.jtm").sweeps_done == 2
+    assert not (tmp_path / "o" / "topics.txt").exists()

@@ -65,9 +65,9 @@ def test_replicated_tables_count_once_per_device(monkeypatch, tiny):
     checks = []
     real = memory.check_fits
 
-    def spy(needed, devs, what, state=None, params=None):
+    def spy(needed, devs, what, state=None, *rest):
         checks.append((what, needed))
-        return real(needed, devs, what, state, params)
+        return real(needed, devs, what, state, *rest)
     monkeypatch.setattr(memory, "check_fits", spy)
     _free(monkeypatch, 10**12)
     model = jt.DMM(num_clusters=1000, num_blocks=2).fit(tiny, num_sweeps=1, progress=False,
@@ -89,9 +89,9 @@ def test_a_chunk_that_cannot_fit_is_refused_before_it_runs(monkeypatch, tiny, de
     needs = []
     real = memory.check_fits
 
-    def spy(needed, devs, what, state=None, params=None):
+    def spy(needed, devs, what, state=None, *rest):
         needs.append((what, needed, len(list(devs))))
-        return real(needed, devs, what, state, params)
+        return real(needed, devs, what, state, *rest)
     monkeypatch.setattr(memory, "check_fits", spy)
     _free(monkeypatch, 10**12)
     model = jt.DMM(num_clusters=50, num_blocks=2).fit(tiny, num_sweeps=2, progress=False,
@@ -151,9 +151,9 @@ def test_a_grown_state_is_checked_again(monkeypatch):
     whats = []
     real = memory.check_fits
 
-    def spy(needed, devs, what, state=None, params=None):
+    def spy(needed, devs, what, state=None, *rest):
         whats.append((what, None if state is None else state.cluster_docs.shape))
-        return real(needed, devs, what, state, params)
+        return real(needed, devs, what, state, *rest)
     monkeypatch.setattr(memory, "check_fits", spy)
     docs = [[f"w{i}", f"w{i}x", f"w{i}y"] for i in range(40)]      # 40 unrelated documents
     model = jt.DPMM(alpha=50.0, beta=0.01, capacity=2, init_clusters=1).fit(
@@ -172,3 +172,16 @@ def test_a_parameter_that_sizes_a_table_indirectly_is_named(monkeypatch):
     with pytest.raises(ParameterError, match=r"its largest tables: word_topic \[4, \d+\] int32 "
                        r".*; lower initial_topics=1000000\)"):
         jt.DPMRM(initial_topics=1_000_000).fit(labelled, num_sweeps=1, progress=False)
+
+
+def test_top_words_of_many_topics_are_read_without_a_python_object_per_word(tiny):
+    """Review: the CLI's topics.txt of a DMM with 4M clusters built 40M (word, p) tuples (a
+    MemoryError after the sweeps); ``top_word_ids`` gives the same words as an id array."""
+    model = jt.DMM(num_clusters=5000).fit(tiny, num_sweeps=2, progress=False)
+    ids = model.top_word_ids(3)
+    assert ids.shape == (5000, 3) and ids.dtype.kind == "i"
+    assert [[w for w, _ in t] for t in model.top_words(3)] == [[model.vocab[i] for i in r] for r in ids]
+    assert (model.top_word_ids(3, [4999, 0]) == ids[[4999, 0]]).all()
+    with pytest.raises(ParameterError, match=r"topics out of range \[0, 5000\): \[-1\]"):
+        model.top_word_ids(3, [-1])
+    assert "empty topics / clusters not shown" in model.summary()

@@ -327,6 +327,16 @@ def chunk_docs(params: NamedTuple, data: Data) -> int:
     return max(1, params.chunk_size // data.items.shape[1])
 
 
+#: (document, word, cluster) cells per chunk of the read-outs' log-predictives (256 MB float32)
+READOUT_CELLS = 2**26
+
+
+def readout_rows(width: int, clusters: int) -> int:
+    """Documents of `width` distinct-word slots per chunk of the read-outs (theta over
+    `clusters`): ``READOUT_CELLS`` cells of [documents, width, clusters], at least 1."""
+    return max(1, READOUT_CELLS // max(width * clusters, 1))
+
+
 def prior_log_weight(others: Array, params: Params) -> Array:
     """log of (24)'s first factor, m_k,-m + alpha, from `others` = m_k,-m [..., K]; the
     denominator M - 1 + K alpha is the same for every k and cancels."""
@@ -421,9 +431,17 @@ def log_joint(state: State, data: Data, params: Params) -> Array:
 @partial(jax.jit, static_argnames=("params",))
 def _conditionals(state: State, params: Params, items: Array, counts: Array, length: Array,
                   old: Array, own: Array | bool) -> Array:
-    """p(z_m = k | z_-m, d) [C, K] by (24), normalised (own counts excluded where `own`)."""
-    k = params.num_clusters
+    """p(z_m = k | z_-m, d) [C, K] by (24), normalised (own counts excluded where `own`); in
+    chunks of documents (``readout_rows``), so no [C, words, K] array exists."""
     own = jnp.broadcast_to(jnp.asarray(own), old.shape)
+    return chunked_map(lambda xs: _chunk_conditionals(state, params, *xs),
+                       (items, counts, length, old, own),
+                       readout_rows(items.shape[1], params.num_clusters))
+
+
+def _chunk_conditionals(state: State, params: Params, items: Array, counts: Array,
+                        length: Array, old: Array, own: Array) -> Array:
+    k = params.num_clusters
     here = (jnp.arange(k)[None, :] == old[:, None]) & own[:, None]
     logits = (prior_log_weight(state.cluster_docs[None, :] - here.astype(jnp.int32), params)
               + doc_log_predictive(state, items, counts, length, old, params.beta, None, own))

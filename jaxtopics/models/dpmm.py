@@ -315,7 +315,15 @@ def _relabel(state: State) -> tuple[np.ndarray, np.ndarray]:
 def _slot_logits(state: State, params: Params, items, counts, length, old, own) -> Array:
     """log of (31) [C_docs, capacity] (jitted); with `own`, the document is excluded from `old`,
     and when that leaves its cluster empty the cluster's weight is (32)'s (re-opening it is the
-    same partition). Empty slots: -inf."""
+    same partition). Empty slots: -inf. In chunks of documents (``dmm.readout_rows``), so no
+    [C_docs, words, capacity] array exists."""
+    own = jnp.broadcast_to(jnp.asarray(own), old.shape)
+    return chunked_map(lambda xs: _chunk_slot_logits(state, params, *xs),
+                       (items, counts, length, old, own),
+                       dmm.readout_rows(items.shape[1], state.cluster_docs.shape[0]))
+
+
+def _chunk_slot_logits(state: State, params: Params, items, counts, length, old, own) -> Array:
     cap = state.cluster_docs.shape[0]
     v = state.word_cluster.shape[0]
     own = jnp.broadcast_to(jnp.asarray(own), old.shape) & (old >= 0)
