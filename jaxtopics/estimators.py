@@ -204,8 +204,9 @@ class FittedModel:
         n = check_positive_int(n, "n (the number of top words)", high=None)
         phi = self.topic_word
         topics = np.arange(phi.shape[0]) if topics is None else np.asarray(topics, np.int64)
-        if topics.size and not (0 <= topics.min() and topics.max() < phi.shape[0]):
-            raise ParameterError(f"topics out of range [0, {phi.shape[0]}): {topics.tolist()[:10]}")
+        bad = topics[(topics < 0) | (topics >= phi.shape[0])]
+        if bad.size:
+            raise ParameterError(f"topics out of range [0, {phi.shape[0]}): {bad.tolist()[:10]}")
         rows = max(1, 2**22 // max(phi.shape[1], 1))
         return np.concatenate(
             [np.argsort(-phi[topics[i:i + rows]], axis=1, kind="stable")[:, :n]

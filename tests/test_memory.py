@@ -182,6 +182,6 @@ def test_top_words_of_many_topics_are_read_without_a_python_object_per_word(tiny
     assert ids.shape == (5000, 3) and ids.dtype.kind == "i"
     assert [[w for w, _ in t] for t in model.top_words(3)] == [[model.vocab[i] for i in r] for r in ids]
     assert (model.top_word_ids(3, [4999, 0]) == ids[[4999, 0]]).all()
-    with pytest.raises(ParameterError, match=r"topics out of range \[0, 5000\): \[-1\]"):
-        model.top_word_ids(3, [-1])
+    with pytest.raises(ParameterError, match=r"topics out of range \[0, 5000\): \[-1, 5000\]"):
+        model.top_word_ids(3, [0, -1, 7, 5000])
     assert "empty topics / clusters not shown" in model.summary()
