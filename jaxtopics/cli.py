@@ -476,7 +476,35 @@ def _interrupt_held():
         raise KeyboardInterrupt
 
 
+@contextlib.contextmanager
+def _interrupt_never_lost():
+    """A Ctrl-C whose KeyboardInterrupt lands in a garbage-collector callback (JAX runs one after
+    every collection) is discarded by Python ("Exception ignored in ..."), and the command ran
+    on. Inside the block such a discarded interrupt is sent again a moment later (from a
+    thread: a signal sent from here would be handled, and discarded, inside this hook), so it
+    ends the command as any other Ctrl-C does."""
+    hook = sys.unraisablehook
+
+    def redeliver(unraisable) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            again = threading.Timer(0.01, os.kill, (os.getpid(), signal.SIGINT))
+            again.daemon = True
+            again.start()
+        else:
+            hook(unraisable)
+    sys.unraisablehook = redeliver
+    try:
+        yield
+    finally:
+        sys.unraisablehook = hook
+
+
 def main(argv: list[str] | None = None) -> int:
+    with _interrupt_never_lost():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         with _interrupt_held():      # the parser imports JAX: it lists every model's options
             parser = build_parser()

@@ -292,6 +292,29 @@ def test_ctrl_c_ends_with_status_130_and_names_the_checkpoint(tmp_path):
     assert jt.load(out / "model.jtm").sweeps_done % 5 == 0
 
 
+def test_ctrl_c_inside_a_garbage_collector_callback_still_ends_the_fit(tmp_path):
+    """Review: a Ctrl-C whose KeyboardInterrupt landed in JAX's garbage-collector callback was
+    discarded by Python ("Exception ignored in: <function _xla_gc_callback>") and the fit ran
+    on. Here a callback raises it the way the signal handler would, once the sweeps have
+    written a checkpoint: the command must still end with status 130 and its one line."""
+    out = tmp_path / "o"
+    entry = ("import gc, os, signal, sys; "
+             "signal.signal(signal.SIGINT, signal.default_int_handler); "
+             f"ckpt = {str(out / 'model.jtm')!r}; fired = []\n"
+             "def cb(phase, info):\n"
+             "    if phase == 'start' and not fired and os.path.exists(ckpt):\n"
+             "        fired.append(1); raise KeyboardInterrupt\n"
+             "gc.callbacks.insert(0, cb)\n"
+             "from jaxtopics.cli import main; sys.exit(main(sys.argv[1:]))")
+    r = subprocess.run([sys.executable, "-c", entry, "fit", "--num-topics", "2",
+                        "--sweeps", "1000000", "--checkpoint-every", "5", "--eval-every", "5",
+                        "--input", str(_docs(tmp_path)), "--out", str(out), "--no-progress",
+                        "--devices", "1"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 130, r.stderr
+    assert f"jaxtopics: interrupted; the last checkpoint is {out / 'model.jtm'}" in r.stderr
+    assert "Traceback" not in r.stderr and "Exception ignored" not in r.stderr
+
+
 def test_ctrl_c_while_jax_loads_ends_with_status_130(tmp_path):
     """Review: Ctrl-C in the first second (while `import jax` runs) printed a traceback.
     `import jaxtopics.cli` no longer imports JAX (the package's JAX parts load on first use),
