@@ -200,9 +200,14 @@ def _check_args(args: argparse.Namespace) -> None:
     if args.out is not None and not str(args.out).strip():
         raise ParameterError("--out must name a directory, got an empty string")
     cls = _registry()[args.model]
-    if args.command == "demo" and (cls.needs_sentences or args.sentences):
+    if args.sentences and not cls.needs_sentences:
+        raise ParameterError(f"--sentences does not apply to --model {args.model} (it uses no "
+                             f"sentence boundaries)")
+    if args.command == "demo" and args.max_docs is not None:
+        check_positive_int(args.max_docs, "--max-docs")
+    if args.command == "demo" and cls.needs_sentences:
         raise ParameterError(f"the demo corpus (docstrings) has no sentence boundaries, which "
-                             f"--model {args.model} / --sentences need: use `jaxtopics fit` on a "
+                             f"--model {args.model} needs: use `jaxtopics fit` on a "
                              f"text file (e.g. ../shared/data/lee/lee_background.cor)")
     if getattr(args, "resume", False):
         given = [o.flag for o in _all_options() if getattr(args, o.arg) is not None]
@@ -350,7 +355,7 @@ def _add_model_args(p: argparse.ArgumentParser, *, sweeps: int, fit: bool) -> No
     for opt in _all_options():
         p.add_argument(opt.flag, dest=opt.arg, type=opt.type, default=None, help=opt.help)
     p.add_argument("--sentences", action="store_true",
-                   help="keep sentence boundaries of text input (implied by models that need them)")
+                   help="keep sentence boundaries of text input (slda, which implies it)")
     p.add_argument("--labelled", action="store_true",
                    help="text input lines are 'label1--label2<TAB>text' (label sets; implied by "
                         "models that need them, e.g. dpmrm)")

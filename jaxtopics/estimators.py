@@ -55,6 +55,15 @@ class Option:
     help: str = ""
 
 
+#: options that several models share (the CLI lists each flag once)
+NUM_BLOCKS = Option("--num-blocks", "num_blocks", int, "blocks per parallel sweep (of tokens, "
+                    "sentences or documents, by model; default 64)")
+GAMMA = Option("--gamma", "gamma", float, "DP concentration: hdp's corpus-level DP over topics, "
+               "dpmrm's DP over topics of each label")
+INITIAL_TOPICS = Option("--initial-topics", "initial_topics", int,
+                        "topics of the random initial state (hdp, dpmrm)")
+
+
 class FittedModel:
     """A fitted chain: final state, trace, and read-outs. Returned by ``Estimator.fit``.
 
@@ -638,8 +647,9 @@ class LDA(_Estimator):
                Option("--sync-every", "sync_every", int,
                       "sharded runs with --exchange moves: blocks between exchanges of "
                       "word-topic moves (LDA; default 4)"),
-               Option("--num-blocks", "num_blocks", int, "blocks per parallel sweep (LDA: of "
-                      "tokens; DMM, DPMM: of documents; default 64)"))
+               NUM_BLOCKS,
+               Option("--mh-steps", "mh_steps", int, "LDA parallel: Metropolis-Hastings cycles "
+                      "per token instead of an exact draw (default 0: exact; for very large K)"))
 
     def __init__(self, num_topics: int = 20, alpha: float = 0.1, beta: float = 0.01,
                  sampler: str = "parallel", *, num_blocks: int = 64, mh_steps: int = 0,
@@ -663,7 +673,7 @@ class SentenceLDA(_Estimator):
 
     name = "slda"
     module = slda
-    options = (Option("--num-topics", "num_topics", int, "K, the number of topics"),)
+    options = (Option("--num-topics", "num_topics", int, "K, the number of topics"), NUM_BLOCKS)
     needs_sentences = True
 
     def __init__(self, num_topics: int = 20, alpha: float = 0.1, beta: float = 0.01,
@@ -689,7 +699,8 @@ class PTM(_Estimator):
     options = (Option("--num-topics", "num_topics", int, "K, the number of topics"),
                Option("--num-pseudo-docs", "num_pseudo_docs", int,
                       "P, the number of pseudo-documents (PTM)"),
-               Option("--lam", "lam", float, "Dirichlet over pseudo-documents (PTM, default 0.1)"))
+               Option("--lam", "lam", float, "Dirichlet over pseudo-documents (PTM, default 0.1)"),
+               NUM_BLOCKS)
 
     def __init__(self, num_topics: int = 20, num_pseudo_docs: int = 100, alpha: float = 0.1,
                  beta: float = 0.01, lam: float = 0.1, sampler: str = "parallel", *,
@@ -719,8 +730,9 @@ class DPMRM(_Estimator):
 
     name = "dpmrm"
     module = dpmrm
-    options = (Option("--gamma", "gamma", float, "concentration of each label's DP over topics (dpmrm)"),
-               Option("--eta", "eta", float, "Dirichlet over a document's labels (dpmrm)"))
+    options = (GAMMA,
+               Option("--eta", "eta", float, "Dirichlet over a document's labels (dpmrm)"),
+               INITIAL_TOPICS, NUM_BLOCKS)
     #: the corpus must carry label sets (the CLI reads ``label1--label2<TAB>text`` lines)
     needs_labels = True
 
@@ -812,6 +824,10 @@ def _map_new_documents(model: FittedModel, docs: Any) -> tuple[Corpus, Transform
         mapped, offsets, sentences = lookup[docs.word_ids], docs.doc_offsets, docs.sentence_offsets
         words = docs.vocab
         unknown_ids = docs.word_ids[mapped < 0]
+    elif getattr(MODELS[model.model], "needs_labels", False):     # before any word is counted
+        raise CorpusError(f"transform: the {model.model} model needs a label set on every "
+                          f"document, and raw texts carry none: pass a Corpus with label sets "
+                          f"(Corpus.from_texts(texts, labels=[[...], ...]))")
     else:
         tokens, offsets, sentences = _tokenise_new_texts(model, docs)
         mapped = np.fromiter((index.get(t, -1) for t in tokens), np.int64, len(tokens))
@@ -1162,8 +1178,7 @@ class DMM(_Estimator):
     module = dmm
     options = (Option("--num-clusters", "num_clusters", int, "K, the largest number of clusters "
                       "(DMM)"),
-               Option("--num-blocks", "num_blocks", int, "blocks per parallel sweep (LDA: of "
-                      "tokens; DMM, DPMM: of documents; default 64)"))
+               NUM_BLOCKS)
 
     def __init__(self, num_clusters: int = 300, alpha: float = 0.1, beta: float = 0.1,
                  sampler: str = "parallel", *, num_blocks: int = 64, chunk_size: int = 8192):
@@ -1188,8 +1203,7 @@ class DPMM(_Estimator):
     module = dpmm
     options = (Option("--capacity", "capacity", int, "starting number of cluster slots, grown "
                       "when full (DPMM)"),
-               Option("--num-blocks", "num_blocks", int, "blocks per parallel sweep (LDA: of "
-                      "tokens; DMM, DPMM: of documents; default 64)"))
+               NUM_BLOCKS)
 
     def __init__(self, alpha: float = 1.0, beta: float = 0.02, sampler: str = "parallel", *,
                  num_blocks: int = 64, capacity: int = 64, init: str = "incremental",
@@ -1270,9 +1284,10 @@ class HDP(_Estimator):
     name = "hdp"
     module = hdp
     fitted_class = FittedHDP
-    options = (Option("--gamma", "gamma", float, "corpus-level DP concentration (hdp)"),
-               Option("--initial-topics", "initial_topics", int,
-                      "topics of the random initial state (hdp)"))
+    options = (GAMMA,
+               INITIAL_TOPICS, NUM_BLOCKS,
+               Option("--split-merge-steps", "split_merge_steps", int,
+                      "split-merge moves of topics per sweep (hdp; default 10, 0: none)"))
 
     def __init__(self, alpha: float = 1.0, gamma: float = 1.0, beta: float = 0.05,
                  sampler: str = "parallel", initial_topics: int = 1, *,

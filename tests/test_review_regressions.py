@@ -231,3 +231,41 @@ def test_model_files_with_version_1_fingerprints_still_resume(small_corpus, tmp_
     other = small_corpus.subset(np.arange(small_corpus.num_docs - 1))
     with pytest.raises(jt.CorpusError, match="not the one the model was fitted on.*processes"):
         jt.load(tmp_path / "old.jtm").resume(other, 1, progress=False)
+
+
+def test_cli_offers_every_model_its_sampler_settings(tmp_path):
+    """Review: `--sentences` was accepted (and ignored) by models without sentences, `demo
+    --max-docs 0` named the Python parameter, and DP-MRM's `initial_topics` (HDP's flag) and
+    most models' `num_blocks` (DMM's flag) had no flag of their own."""
+    lab = tmp_path / "lab.txt"
+    lab.write_text("a--b\tapple banana fruit\nb\tcar engine road\na\tapple fruit juice\n")
+    r = _cli("fit", "--model", "dpmrm", "--initial-topics", "2", "--num-blocks", "2", "--input",
+             str(lab), "--out", str(tmp_path / "o"), "--sweeps", "0", "--no-progress")
+    assert r.returncode == 0, r.stderr
+    params = jt.load(tmp_path / "o" / "model.jtm").params
+    assert (params.initial_topics, params.num_blocks) == (2, 2)
+    docs = tmp_path / "docs.txt"
+    docs.write_text("apple banana fruit\ncar engine road\n")
+    for args, message in [
+            (("fit", "--model", "dmm", "--sentences", "--input", str(docs)),
+             "--sentences does not apply to --model dmm"),
+            (("fit", "--model", "dmm", "--split-merge-steps", "3", "--input", str(docs)),
+             "--split-merge-steps does not apply to --model dmm"),
+            (("demo", "--max-docs", "0"), "--max-docs must be a positive integer, got 0")]:
+        r = _cli(*args, "--out", str(tmp_path / "x"))
+        assert r.returncode == 2 and f"jaxtopics: error: {message}" in r.stderr, r.stderr
+    assert not (tmp_path / "x").exists()
+
+
+def test_raw_texts_to_a_labelled_model_are_refused_before_any_warning(tmp_path):
+    """Review: DP-MRM's transform of raw texts warned about their unknown words, then refused
+    them for want of label sets; now only the refusal."""
+    import warnings
+
+    corpus = jt.Corpus.from_texts(["apple banana fruit", "car engine road", "apple fruit"],
+                                  labels=[["a", "b"], ["b"], ["a"]])
+    model = jt.DPMRM(initial_topics=2).fit(corpus, num_sweeps=1, progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(CorpusError, match="needs a label set on every document.*raw texts"):
+            model.transform(["unknown words only", "apple"])
