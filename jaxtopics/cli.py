@@ -25,6 +25,7 @@ from pathlib import Path
 
 from .corpus import Corpus
 from .errors import JaxTopicsError, ParameterError
+from .options import MODEL_OPTIONS, SHARED_OPTIONS
 from .validate import check_positive_int
 
 __all__ = ["main"]
@@ -32,8 +33,10 @@ __all__ = ["main"]
 
 
 def _registry() -> dict:
-    """Model name -> estimator class (every facade class registers itself)."""
-    from .estimators import MODELS
+    """Model name -> estimator class (every facade class registers itself). The first call
+    imports JAX, with Ctrl-C held until the import ends (``_interrupt_held``)."""
+    with _interrupt_held():
+        from .estimators import MODELS
     return MODELS
 
 
@@ -139,14 +142,8 @@ def _named_by_flags(message: str) -> str:
 
 def _all_options() -> list:
     """The shared options and every model's own, each flag once."""
-    from .estimators import Option
-    seen, out = set(), [Option("--alpha", "alpha", float, "document-topic Dirichlet (model default)"),
-                        Option("--beta", "beta", float, "topic-word Dirichlet (model default)"),
-                        Option("--sampler", "sampler", str, "kernel: parallel (default), sequential, ...")]
-    for cls in _registry().values():
-        out.extend(cls.options)
-    unique = []
-    for opt in out:
+    seen, unique = set(), []
+    for opt in SHARED_OPTIONS + sum(MODEL_OPTIONS.values(), ()):
         if opt.flag not in seen:
             seen.add(opt.flag)
             unique.append(opt)
@@ -349,7 +346,7 @@ def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) 
 def _add_model_args(p: argparse.ArgumentParser, *, sweeps: int, fit: bool) -> None:
     """The options of a fit; `fit`: the ``fit`` command's (a file input: --resume and several
     processes), else the demo's (the embedded corpus, one process)."""
-    p.add_argument("--model", choices=sorted(_registry()), default=None,
+    p.add_argument("--model", choices=sorted(MODEL_OPTIONS), default=None,
                    help="default: lda; with --resume, the model saved in --out" if fit
                    else "default: lda")
     for opt in _all_options():
@@ -511,12 +508,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     try:
-        with _interrupt_held():      # the parser imports JAX: it lists every model's options
-            parser = build_parser()
+        parser = build_parser()          # without JAX (jaxtopics.options)
+        args, unknown = parser.parse_known_args(argv)
     except KeyboardInterrupt:
         print("\njaxtopics: interrupted", file=sys.stderr)
         return 130
-    args, unknown = parser.parse_known_args(argv)
     if unknown:      # named by the command's own usage (`jaxtopics demo --resume`), not the top's
         parser.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     formatted = warnings.formatwarning

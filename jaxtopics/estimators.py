@@ -14,7 +14,6 @@ import errno
 import inspect
 import numbers
 import os
-from dataclasses import dataclass
 import warnings
 from collections.abc import Iterable
 from functools import partial
@@ -31,6 +30,7 @@ from .errors import CorpusError, FormatError, ParameterError, ShardLayoutWarning
 from .fit import TracePoint, chain_keys, in_32_bits, run_sweeps
 from .io import CHECKSUM_KEY, decode_strings, encode_strings, load_model_file, save_model_file
 from .models import dmm, dpmm, dpmrm, hdp, lda, ptm, slda
+from .options import MODEL_OPTIONS, Option
 from .validate import INT32_MAX, check_int, check_positive_int, check_seed, seed_key
 
 __all__ = ["LDA", "DMM", "DPMM", "DPMRM", "HDP", "PTM", "SentenceLDA", "FittedModel", "FittedHDP",
@@ -38,30 +38,6 @@ __all__ = ["LDA", "DMM", "DPMM", "DPMRM", "HDP", "PTM", "SentenceLDA", "FittedMo
 
 #: model name -> estimator class (filled by ``_Estimator.__init_subclass__``), for load() and the CLI
 MODELS: dict[str, type["_Estimator"]] = {}
-
-
-@dataclass(frozen=True)
-class Option:
-    """A constructor argument an estimator exposes on the command line (``jaxtopics fit``).
-
-    `flag`: e.g. "--num-topics"; `arg`: the constructor's keyword; `type`: int, float or str;
-    `help`: one line. The CLI offers the union of every model's options and passes a model only
-    the ones it declares (an option of another model is refused with a clear error).
-    """
-
-    flag: str
-    arg: str
-    type: type
-    help: str = ""
-
-
-#: options that several models share (the CLI lists each flag once)
-NUM_BLOCKS = Option("--num-blocks", "num_blocks", int, "blocks per parallel sweep (of tokens, "
-                    "sentences or documents, by model; default 64)")
-GAMMA = Option("--gamma", "gamma", float, "DP concentration: hdp's corpus-level DP over topics, "
-               "dpmrm's DP over topics of each label")
-INITIAL_TOPICS = Option("--initial-topics", "initial_topics", int,
-                        "topics of the random initial state (hdp, dpmrm)")
 
 
 class FittedModel:
@@ -640,16 +616,7 @@ class LDA(_Estimator):
 
     name = "lda"
     module = lda
-    options = (Option("--num-topics", "num_topics", int, "K, the number of topics"),
-               Option("--exchange", "exchange", str,
-                      "sharded runs: how devices share the word-topic counts: rotate (default: "
-                      "each device holds one word group at a time) or moves (LDA)"),
-               Option("--sync-every", "sync_every", int,
-                      "sharded runs with --exchange moves: blocks between exchanges of "
-                      "word-topic moves (LDA; default 4)"),
-               NUM_BLOCKS,
-               Option("--mh-steps", "mh_steps", int, "LDA parallel: Metropolis-Hastings cycles "
-                      "per token instead of an exact draw (default 0: exact; for very large K)"))
+    options = MODEL_OPTIONS["lda"]
 
     def __init__(self, num_topics: int = 20, alpha: float = 0.1, beta: float = 0.01,
                  sampler: str = "parallel", *, num_blocks: int = 64, mh_steps: int = 0,
@@ -673,7 +640,7 @@ class SentenceLDA(_Estimator):
 
     name = "slda"
     module = slda
-    options = (Option("--num-topics", "num_topics", int, "K, the number of topics"), NUM_BLOCKS)
+    options = MODEL_OPTIONS["slda"]
     needs_sentences = True
 
     def __init__(self, num_topics: int = 20, alpha: float = 0.1, beta: float = 0.01,
@@ -696,11 +663,7 @@ class PTM(_Estimator):
 
     name = "ptm"
     module = ptm
-    options = (Option("--num-topics", "num_topics", int, "K, the number of topics"),
-               Option("--num-pseudo-docs", "num_pseudo_docs", int,
-                      "P, the number of pseudo-documents (PTM)"),
-               Option("--lam", "lam", float, "Dirichlet over pseudo-documents (PTM, default 0.1)"),
-               NUM_BLOCKS)
+    options = MODEL_OPTIONS["ptm"]
 
     def __init__(self, num_topics: int = 20, num_pseudo_docs: int = 100, alpha: float = 0.1,
                  beta: float = 0.01, lam: float = 0.1, sampler: str = "parallel", *,
@@ -730,9 +693,7 @@ class DPMRM(_Estimator):
 
     name = "dpmrm"
     module = dpmrm
-    options = (GAMMA,
-               Option("--eta", "eta", float, "Dirichlet over a document's labels (dpmrm)"),
-               INITIAL_TOPICS, NUM_BLOCKS)
+    options = MODEL_OPTIONS["dpmrm"]
     #: the corpus must carry label sets (the CLI reads ``label1--label2<TAB>text`` lines)
     needs_labels = True
 
@@ -1176,9 +1137,7 @@ class DMM(_Estimator):
 
     name = "dmm"
     module = dmm
-    options = (Option("--num-clusters", "num_clusters", int, "K, the largest number of clusters "
-                      "(DMM)"),
-               NUM_BLOCKS)
+    options = MODEL_OPTIONS["dmm"]
 
     def __init__(self, num_clusters: int = 300, alpha: float = 0.1, beta: float = 0.1,
                  sampler: str = "parallel", *, num_blocks: int = 64, chunk_size: int = 8192):
@@ -1201,9 +1160,7 @@ class DPMM(_Estimator):
 
     name = "dpmm"
     module = dpmm
-    options = (Option("--capacity", "capacity", int, "starting number of cluster slots, grown "
-                      "when full (DPMM)"),
-               NUM_BLOCKS)
+    options = MODEL_OPTIONS["dpmm"]
 
     def __init__(self, alpha: float = 1.0, beta: float = 0.02, sampler: str = "parallel", *,
                  num_blocks: int = 64, capacity: int = 64, init: str = "incremental",
@@ -1284,10 +1241,7 @@ class HDP(_Estimator):
     name = "hdp"
     module = hdp
     fitted_class = FittedHDP
-    options = (GAMMA,
-               INITIAL_TOPICS, NUM_BLOCKS,
-               Option("--split-merge-steps", "split_merge_steps", int,
-                      "split-merge moves of topics per sweep (hdp; default 10, 0: none)"))
+    options = MODEL_OPTIONS["hdp"]
 
     def __init__(self, alpha: float = 1.0, gamma: float = 1.0, beta: float = 0.05,
                  sampler: str = "parallel", initial_topics: int = 1, *,

@@ -434,3 +434,22 @@ def test_memory_running_out_after_the_sweeps_is_one_line(tmp_path, capsys, monke
                           "MiB") and "Traceback" not in err, err
     assert jt.load(tmp_path / "o" / "model.jtm").sweeps_done == 2
     assert not (tmp_path / "o" / "topics.txt").exists()
+
+
+def test_help_and_argument_errors_answer_without_jax():
+    """`jaxtopics --help` took ~1.5 s importing JAX for the models' options; they are declared in
+    jaxtopics.options, and each is a keyword of its model's constructor."""
+    import inspect
+
+    entry = ("import sys; from jaxtopics.cli import build_parser; "
+             "build_parser().parse_args(['fit', '-i', 'x', '-o', 'y', '--model', 'hdp', "
+             "'--split-merge-steps', '2']); assert 'jax' not in sys.modules, 'jax imported'")
+    r = subprocess.run([sys.executable, "-c", entry], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    from jaxtopics.estimators import MODELS
+    from jaxtopics.options import MODEL_OPTIONS, SHARED_OPTIONS
+    assert set(MODEL_OPTIONS) == set(MODELS)
+    for name, cls in MODELS.items():
+        assert cls.options is MODEL_OPTIONS[name]
+        keywords = inspect.signature(cls.__init__).parameters
+        assert all(o.arg in keywords for o in SHARED_OPTIONS + cls.options), name

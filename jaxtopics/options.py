@@ -1,0 +1,75 @@
+"""The command-line options of every model (``jaxtopics fit --model NAME``), declared without JAX.
+
+Each estimator class (``jaxtopics.estimators``) takes its ``options`` from ``MODEL_OPTIONS``, so
+the command builds its parser, answers ``--help`` and refuses a bad argument without importing
+JAX (~1.5 s).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Option", "SHARED_OPTIONS", "MODEL_OPTIONS"]
+
+
+@dataclass(frozen=True)
+class Option:
+    """A constructor argument an estimator exposes on the command line (``jaxtopics fit``).
+
+    `flag`: e.g. "--num-topics"; `arg`: the constructor's keyword; `type`: int, float or str;
+    `help`: one line. The CLI offers the union of every model's options and passes a model only
+    the ones it declares (an option of another model is refused with a clear error).
+    """
+
+    flag: str
+    arg: str
+    type: type
+    help: str = ""
+
+
+#: options of every model
+SHARED_OPTIONS = (
+    Option("--alpha", "alpha", float, "document-topic Dirichlet (model default)"),
+    Option("--beta", "beta", float, "topic-word Dirichlet (model default)"),
+    Option("--sampler", "sampler", str, "kernel: parallel (default), sequential, ..."))
+
+# options of several models (the CLI lists each flag once, with the help of its first use)
+NUM_TOPICS = Option("--num-topics", "num_topics", int, "K, the number of topics")
+NUM_BLOCKS = Option("--num-blocks", "num_blocks", int, "blocks per parallel sweep (of tokens, "
+                    "sentences or documents, by model; default 64)")
+GAMMA = Option("--gamma", "gamma", float, "DP concentration: hdp's corpus-level DP over topics, "
+               "dpmrm's DP over topics of each label")
+INITIAL_TOPICS = Option("--initial-topics", "initial_topics", int,
+                        "topics of the random initial state (hdp, dpmrm)")
+
+#: model name (``--model``) -> its own options, beyond SHARED_OPTIONS
+MODEL_OPTIONS: dict[str, tuple[Option, ...]] = {
+    "lda": (NUM_TOPICS,
+            Option("--exchange", "exchange", str,
+                   "sharded runs: how devices share the word-topic counts: rotate (default: "
+                   "each device holds one word group at a time) or moves (LDA)"),
+            Option("--sync-every", "sync_every", int,
+                   "sharded runs with --exchange moves: blocks between exchanges of "
+                   "word-topic moves (LDA; default 4)"),
+            NUM_BLOCKS,
+            Option("--mh-steps", "mh_steps", int, "LDA parallel: Metropolis-Hastings cycles "
+                   "per token instead of an exact draw (default 0: exact; for very large K)")),
+    "slda": (NUM_TOPICS, NUM_BLOCKS),
+    "ptm": (NUM_TOPICS,
+            Option("--num-pseudo-docs", "num_pseudo_docs", int,
+                   "P, the number of pseudo-documents (PTM)"),
+            Option("--lam", "lam", float, "Dirichlet over pseudo-documents (PTM, default 0.1)"),
+            NUM_BLOCKS),
+    "dpmrm": (GAMMA,
+              Option("--eta", "eta", float, "Dirichlet over a document's labels (dpmrm)"),
+              INITIAL_TOPICS, NUM_BLOCKS),
+    "dmm": (Option("--num-clusters", "num_clusters", int,
+                   "K, the largest number of clusters (DMM)"),
+            NUM_BLOCKS),
+    "dpmm": (Option("--capacity", "capacity", int,
+                    "starting number of cluster slots, grown when full (DPMM)"),
+             NUM_BLOCKS),
+    "hdp": (GAMMA, INITIAL_TOPICS, NUM_BLOCKS,
+            Option("--split-merge-steps", "split_merge_steps", int,
+                   "split-merge moves of topics per sweep (hdp; default 10, 0: none)")),
+}
