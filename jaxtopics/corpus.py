@@ -259,7 +259,9 @@ class TextOptions(NamedTuple):
             name = tok
         else:
             qual = getattr(tok, "__qualname__", type(tok).__name__)
-            name = f"custom:{getattr(tok, '__module__', None) or '?'}.{qual}"
+            module = (getattr(tok, "__module__", None)          # a method of a builtin type
+                      or getattr(getattr(tok, "__objclass__", None), "__module__", None) or "?")
+            name = f"custom:{module}.{qual}"
         stops = list(self.stop_words) if isinstance(self.stop_words, tuple) else self.stop_words
         return {"tokenizer": name, "normalize": "NFC", "lowercase": self.lowercase,
                 "stop_words": stops, "min_length": self.min_length}
@@ -507,6 +509,9 @@ class Corpus:
 
     def __post_init__(self) -> None:
         put = object.__setattr__
+        if (self.labels is not None and isinstance(self.labels, Iterable)
+                and not isinstance(self.labels, (list, tuple, np.ndarray, str, bytes))):
+            put(self, "labels", list(self.labels))       # a generator, as texts may be
         self._route_label_sets()
         vocab = _str_tuple(self.vocab, "vocab")
         put(self, "vocab", vocab)
@@ -545,6 +550,11 @@ class Corpus:
             )
         if len(set(vocab)) != v:
             self._raise_duplicate(vocab)
+        if not all(w and "\n" not in w and "\r" not in w for w in vocab):
+            i = next(i for i, w in enumerate(vocab) if not w or "\n" in w or "\r" in w)
+            raise CorpusError(f"vocabulary word {i} ({vocab[i]!r}) is empty or holds a line "
+                              "break (a vocabulary has one word per line: a saved model could "
+                              "not be loaded)")
 
         if self.sentence_offsets is not None:
             s = _int_array(self.sentence_offsets, np.int64, "sentence_offsets")

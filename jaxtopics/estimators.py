@@ -40,6 +40,23 @@ __all__ = ["LDA", "DMM", "DPMM", "DPMRM", "HDP", "PTM", "SentenceLDA", "FittedMo
 MODELS: dict[str, type["_Estimator"]] = {}
 
 
+def _topic_ids(topics: Any, num_topics: int) -> np.ndarray:
+    """`topics` as int64 ids: a 1-D sequence of ints, or a boolean mask of length num_topics."""
+    ids = np.asarray(list(topics) if isinstance(topics, Iterable) and not isinstance(
+        topics, (np.ndarray, str, bytes)) else topics)
+    if ids.ndim != 1:
+        raise ParameterError(f"topics must be a 1-D sequence of topic ids or a boolean mask, got "
+                             f"{type(topics).__name__} of shape {ids.shape}")
+    if ids.dtype == bool:
+        if ids.shape[0] != num_topics:
+            raise ParameterError(f"a boolean mask of topics needs one entry per topic "
+                                 f"({num_topics}), got {ids.shape[0]}")
+        return np.flatnonzero(ids)
+    if ids.size and ids.dtype.kind not in "iu":
+        raise ParameterError(f"topics must be integer topic ids, got dtype {ids.dtype}")
+    return ids.astype(np.int64)
+
+
 class FittedModel:
     """A fitted chain: final state, trace, and read-outs. Returned by ``Estimator.fit``.
 
@@ -185,10 +202,11 @@ class FittedModel:
     def top_word_ids(self, n: int = 10, topics: Any = None) -> np.ndarray:
         """The n most probable words' ids of each topic (or of `topics`), [topics, min(n, V)],
         by decreasing phi, ties by lower id (as ``top_words``); sorted a few thousand topics at
-        a time, with no Python object per word: the way to read the top words of 10^6 topics."""
+        a time, with no Python object per word: the way to read the top words of 10^6 topics.
+        `topics`: topic ids (a 1-D sequence of ints) or a boolean mask over the topics."""
         n = check_positive_int(n, "n (the number of top words)", high=None)
         phi = self.topic_word
-        topics = np.arange(phi.shape[0]) if topics is None else np.asarray(topics, np.int64)
+        topics = np.arange(phi.shape[0]) if topics is None else _topic_ids(topics, phi.shape[0])
         bad = topics[(topics < 0) | (topics >= phi.shape[0])]
         if bad.size:
             raise ParameterError(f"topics out of range [0, {phi.shape[0]}): {bad.tolist()[:10]}")
@@ -279,7 +297,7 @@ class FittedModel:
                         + (f" or give --devices {int(per)}" if per == int(per) else ""))
             warnings.warn(f"this chain ran on {self.shards or 1} device(s) so far and continues on "
                           f"{devices or 1}: the result differs from an uninterrupted run ({same})",
-                          ShardLayoutWarning, stacklevel=2)
+                          ShardLayoutWarning, stacklevel=3)   # past in_32_bits
         elif (self.processes not in (None, processes) and self.sweeps_done > 0
               and (devices or 1) > 1):
             warnings.warn(f"this chain ran on {self.shards} devices of {self.processes} "
@@ -287,7 +305,7 @@ class FittedModel:
                           f"the documents may be split between the devices differently, so the "
                           f"result can differ from an uninterrupted run (run it with "
                           f"{self.processes} process(es) to continue the same chain)",
-                          ShardLayoutWarning, stacklevel=2)
+                          ShardLayoutWarning, stacklevel=3)   # past in_32_bits
         self.shards = devices if devices and devices > 1 else None     # 1 shard == the plain run
         self.processes = processes if self.shards else 1
         if devices is not None:
@@ -356,7 +374,7 @@ class FittedModel:
                 f"{', '.join(map(repr, info.unknown_words[:5]))}) are not in the model's "
                 f"vocabulary and were dropped; {len(info.empty_docs)} of {info.num_docs} "
                 f"documents have no known word left (their theta is the prior mean)",
-                UnknownWordsWarning, stacklevel=2)
+                UnknownWordsWarning, stacklevel=3)  # past in_32_bits
         data = self._module.prepare(corpus, self.params)
         theta = self._module.fold_in(key, self._state, data, self.params, num_sweeps)
         return np.asarray(theta)[:info.num_docs]

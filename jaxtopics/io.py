@@ -192,11 +192,29 @@ def read_ldac(path: PathLike, num_words: int | None = None,
         raise FormatError(
             f"word id {int(ids[k])} is outside the vocabulary of {num_words} words", path, line
         )
+    _check_distinct_ids(ids, npairs, path, first)
     token_end = np.concatenate([[0], np.cumsum(counts)])
     _check_total_tokens(token_end, pair_end, path, first + 1)
     doc_offsets = np.concatenate([[0], token_end[pair_end]]).astype(np.int64)
     word_ids = np.repeat(ids.astype(np.int32), counts)
     return word_ids, doc_offsets
+
+
+def _check_distinct_ids(ids: np.ndarray, npairs: np.ndarray, path: PathLike, first: int) -> None:
+    """Raise FormatError at the first LDA-C line that lists a word id twice (a line declares
+    its distinct words). Lines with ascending ids, as writers emit them, need no sort."""
+    line_of = np.repeat(np.arange(npairs.shape[0]), npairs)
+    same_line = line_of[1:] == line_of[:-1]
+    if not (same_line & (ids[1:] <= ids[:-1])).any():
+        return
+    key = line_of * (int(ids.max()) + 1) + ids
+    order = np.argsort(key, kind="stable")
+    repeated = np.flatnonzero(key[order][1:] == key[order][:-1])
+    if repeated.size:
+        k = int(order[repeated[0] + 1])
+        raise FormatError(f"word id {int(ids[k])} appears twice in the line (an LDA-C line "
+                          f"lists each distinct word once, with its count)", path,
+                          int(line_of[k]) + 1 + first)
 
 
 def ldac_doc_tokens(path: PathLike) -> np.ndarray:

@@ -40,6 +40,11 @@ def _labels(labels_true: Any, labels_pred: Any) -> tuple[np.ndarray, np.ndarray]
     for name, a in (("labels_true", t), ("labels_pred", p)):
         if a.ndim != 1:
             raise ParameterError(f"{name} must be one-dimensional, got shape {a.shape}")
+        if a.dtype == object:          # mixed or None labels: numpy.unique cannot order them
+            kinds = sorted({type(x).__name__ for x in a.tolist()})
+            if len(kinds) > 1 or kinds == ["NoneType"]:
+                raise ParameterError(f"{name} must hold labels of one kind (ints or strings), "
+                                     f"got {', '.join(kinds)}")
     if t.shape[0] != p.shape[0]:
         raise ParameterError(f"labels_true has {t.shape[0]} items, labels_pred {p.shape[0]}")
     return t, p

@@ -176,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=1, help="tomotopy worker threads")
     ap.add_argument("--root", default=None, help="folder holding gsdmm/ (default: ../shared/data)")
     args = ap.parse_args(argv)
+    if args.sweeps < 2:
+        ap.error(f"--sweeps must be >= 2 (the first compiles, the rest are timed), got {args.sweeps}")
     engines = tuple(args.engines.split(","))
     unknown = set(engines) - set(ENGINES)
     if unknown:

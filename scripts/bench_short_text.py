@@ -93,6 +93,9 @@ def main(argv=None) -> int:
                         "tomotopy-lda); '' skips PTM")
     p.add_argument("--ptm-sweeps", type=int, default=100)
     args = p.parse_args(argv)
+    if args.ptm and args.ptm_sweeps < 2:
+        p.error(f"--ptm-sweeps must be >= 2 (the first compiles, the rest are timed), got "
+                f"{args.ptm_sweeps}")
     corpus, gold = load(args.dataset, args.data)
     print(f"{args.dataset}: {corpus.num_docs} documents, {corpus.num_tokens} tokens, "
           f"{corpus.num_words} words; jax {jax.__version__} on {jax.default_backend()} "

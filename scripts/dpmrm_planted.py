@@ -43,8 +43,9 @@ def planted(num_docs, labels, per_label, words=15, shared=30, length=60, seed=0)
 
 
 def recovered(model, corpus, phi) -> int:
-    order = np.argsort([int(w[1:]) for w in corpus.vocab])
-    est = model.topic_word[:, order]
+    # the planted vocabulary's words by id; a word no document drew is not in the corpus
+    est = np.zeros((model.topic_word.shape[0], phi.shape[-1]))
+    est[:, [int(w[1:]) for w in corpus.vocab]] = model.topic_word
     found = 0
     for lab in range(phi.shape[0]):
         mine = np.flatnonzero(model.topic_label == lab)
@@ -66,6 +67,8 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--samplers", nargs="+", default=["sequential", "parallel"])
     args = ap.parse_args()
+    if args.sweeps <= 10:
+        ap.error(f"--sweeps must be > 10 (10 warm-up sweeps come first), got {args.sweeps}")
     corpus, phi = planted(args.docs + args.docs // 5, args.labels, args.per_label)
     train = corpus.subset(np.arange(args.docs))
     test = corpus.subset(np.arange(args.docs, corpus.num_docs))

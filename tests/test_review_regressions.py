@@ -269,3 +269,71 @@ def test_raw_texts_to_a_labelled_model_are_refused_before_any_warning(tmp_path):
         warnings.simplefilter("error")
         with pytest.raises(CorpusError, match="needs a label set on every document.*raw texts"):
             model.transform(["unknown words only", "apple"])
+
+
+def test_a_vocabulary_word_no_model_file_could_hold_is_refused_by_every_reader():
+    """Review: from_bow and from_ldac(vocab=list) took an empty word or one with a line break;
+    the fit and save went through and jt.load then refused the file."""
+    for vocab in (["x", "a\nb", "y"], ["x", "", "y"]):
+        with pytest.raises(CorpusError, match="vocabulary word 1 .* empty or holds a line break"):
+            jt.Corpus.from_bow([[(0, 1), (1, 1), (2, 1)]], vocab=vocab)
+
+
+def test_top_word_ids_takes_ids_or_a_mask_and_nothing_else(small_corpus):
+    """Review: a boolean mask was read as the ids 0 and 1, floats were truncated, and a scalar
+    raised a bare TypeError."""
+    m = jt.LDA(num_topics=3).fit(small_corpus, num_sweeps=1, progress=False)
+    every = m.top_word_ids(2)
+    np.testing.assert_array_equal(m.top_word_ids(2, topics=np.array([True, False, True])),
+                                  every[[0, 2]])
+    np.testing.assert_array_equal(m.top_word_ids(2, topics=range(2)), every[:2])
+    assert m.top_word_ids(2, topics=[]).shape == (0, 2)
+    for bad, message in (([0.0], "integer topic ids"), (1, "1-D sequence"), ([[0]], "1-D"),
+                         ([True], "one entry per topic")):
+        with pytest.raises(ParameterError, match=message):
+            m.top_word_ids(2, topics=bad)
+
+
+def test_an_ldac_line_that_repeats_a_word_is_refused(tmp_path):
+    """Review: `2 0:1 0:3` (two distinct words declared, one word twice) became 4 tokens."""
+    (tmp_path / "d.ldac").write_text("2 0:1 1:3\n2 1:1 0:3\n3 2:1 0:1 2:3\n")
+    with pytest.raises(FormatError, match=r"d.ldac:3: word id 2 appears twice"):
+        jt.Corpus.from_ldac(tmp_path / "d.ldac")
+    (tmp_path / "e.ldac").write_text("2 0:1 1:3\n2 1:1 0:3\n")        # unsorted ids are fine
+    assert jt.Corpus.from_ldac(tmp_path / "e.ldac").num_tokens == 8
+
+
+def test_odd_labels_in_metrics_and_corpora():
+    """Review: None labels raised a bare TypeError in clustering_scores; a generator of labels
+    was refused as 'labels must be 1-D, got shape ()' though texts may be a generator."""
+    with pytest.raises(ParameterError, match="labels of one kind .*NoneType, int"):
+        jt.metrics.clustering_scores([None, None, 1], [1, 1, 0])
+    texts = ["apple banana", "banana cherry", "cherry date"]
+    assert jt.Corpus.from_texts(texts, labels=(x for x in [0, 1, 0])).labels.tolist() == [0, 1, 0]
+    sets = jt.Corpus.from_texts(texts, labels=(s for s in [["a"], ["b"], ["a", "b"]]))
+    assert sets.label_sets == [("a",), ("b",), ("a", "b")]
+
+
+def test_warnings_point_at_the_callers_line_and_builtin_tokenizers_are_named():
+    """Review: UnknownWordsWarning was reported at jaxtopics/fit.py (the x64 wrapper), and a
+    model trained with tokenizer=str.split named it 'custom:?.str.split'."""
+    texts = ["apple banana cherry", "cherry date egg", "apple egg banana"]
+    m = jt.LDA(num_topics=2).fit(jt.Corpus.from_texts(texts), num_sweeps=1, progress=False)
+    with pytest.warns(jt.UnknownWordsWarning) as caught:
+        m.transform(["zebra apple"])
+    assert caught[0].filename == __file__
+    c = jt.Corpus.from_texts(["apple banana", "cherry date"], tokenizer=str.split)
+    assert c.text_options.to_json()["tokenizer"] == "custom:builtins.str.split"
+
+
+@pytest.mark.parametrize("script, args", [("bench_ptm.py", ["--sweeps", "1"]),
+                                          ("bench_short_text.py", ["--ptm-sweeps", "1"]),
+                                          ("dpmrm_planted.py", ["--sweeps", "10"])])
+def test_benchmark_scripts_refuse_too_few_sweeps(script, args):
+    """Review: these ran on and crashed on an empty trace or a negative sweep count."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / script
+    r = subprocess.run([sys.executable, str(path), *args], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 2 and "sweeps must be" in r.stderr and "Traceback" not in r.stderr
