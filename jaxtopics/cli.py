@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import _thread
 import argparse
 import builtins
 import contextlib
@@ -478,22 +479,28 @@ def _interrupt_held():
         raise KeyboardInterrupt
 
 
+def _interrupt_soon() -> None:
+    time.sleep(0.05)
+    os.kill(os.getpid(), signal.SIGINT)
+
+
 @contextlib.contextmanager
 def _interrupt_never_lost():
     """A Ctrl-C whose KeyboardInterrupt lands in a garbage-collector callback (JAX runs one after
     every collection) is discarded by Python ("Exception ignored in ..."), and the command ran
-    on. Inside the block such a discarded interrupt is sent again a moment later (from a
-    thread: a signal sent from here would be handled, and discarded, inside this hook), so it
-    ends the command as any other Ctrl-C does."""
+    on. Inside the block such a discarded interrupt is sent again a moment later, from a thread
+    started without waiting for it (a signal that arrived while this hook ran would be handled,
+    and discarded, inside it), so it ends the command as any other Ctrl-C does."""
     hook = sys.unraisablehook
 
     def redeliver(unraisable) -> None:
-        if isinstance(unraisable.exc_value, KeyboardInterrupt):
-            again = threading.Timer(0.01, os.kill, (os.getpid(), signal.SIGINT))
-            again.daemon = True
-            again.start()
-        else:
+        if not isinstance(unraisable.exc_value, KeyboardInterrupt):
             hook(unraisable)
+            return
+        try:
+            _thread.start_new_thread(_interrupt_soon, ())
+        except KeyboardInterrupt:            # an earlier re-sending reached this hook: once more
+            _thread.start_new_thread(_interrupt_soon, ())
     sys.unraisablehook = redeliver
     try:
         yield

@@ -785,6 +785,18 @@ def _map_new_documents(model: FittedModel, docs: Any) -> tuple[Corpus, Transform
     into sentences where the model needs them). Tokens of unknown words are dropped (and
     sentences left empty); documents are kept. A result without any token gets one dummy
     document at the end (its theta is not returned)."""
+    cls = MODELS[model.model]
+    if isinstance(docs, Corpus):                                    # before any word is counted
+        if getattr(cls, "needs_labels", False) and docs.label_offsets is None:
+            has = ("one integer label per document, not label sets" if docs.labels is not None
+                   else "none (labels missing)")
+            raise CorpusError(f"transform: the {model.model} model needs a label set on every "
+                              f"document, and this Corpus has {has}: build it with "
+                              f"labels=[[...], ...]")
+        if cls.needs_sentences and docs.sentence_offsets is None:
+            raise CorpusError(f"transform: the {model.model} model needs sentence boundaries, "
+                              f"and this Corpus has none (Corpus.from_texts(texts, "
+                              f"sentences=True))")
     index = {w: i for i, w in enumerate(model.vocab)}
     labels: dict[str, Any] = {}
     if isinstance(docs, Corpus):
@@ -803,7 +815,7 @@ def _map_new_documents(model: FittedModel, docs: Any) -> tuple[Corpus, Transform
         mapped, offsets, sentences = lookup[docs.word_ids], docs.doc_offsets, docs.sentence_offsets
         words = docs.vocab
         unknown_ids = docs.word_ids[mapped < 0]
-    elif getattr(MODELS[model.model], "needs_labels", False):     # before any word is counted
+    elif getattr(cls, "needs_labels", False):
         raise CorpusError(f"transform: the {model.model} model needs a label set on every "
                           f"document, and raw texts carry none: pass a Corpus with label sets "
                           f"(Corpus.from_texts(texts, labels=[[...], ...]))")

@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "INT32_MAX",
+    "MAX_BLOCKS",
     "FLOAT32_TINY",
     "FLOAT32_MAX",
     "check_int",
@@ -37,6 +38,8 @@ __all__ = [
 ]
 
 INT32_MAX = int(np.iinfo(np.int32).max)
+#: the most blocks a parallel sweep may have (more only adds empty steps to every sweep)
+MAX_BLOCKS = 2**20
 FLOAT32_TINY = float(np.finfo(np.float32).tiny)   # smallest normal float32, ~1.18e-38
 FLOAT32_MAX = float(np.finfo(np.float32).max)     # ~3.40e38
 

@@ -67,6 +67,9 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--samplers", nargs="+", default=["sequential", "parallel"])
     args = ap.parse_args()
+    if args.docs < 30:
+        ap.error(f"--docs must be >= 30 (every label needs training documents, and a fifth "
+                 f"as many are held out), got {args.docs}")
     if args.sweeps <= 10:
         ap.error(f"--sweeps must be > 10 (10 warm-up sweeps come first), got {args.sweeps}")
     corpus, phi = planted(args.docs + args.docs // 5, args.labels, args.per_label)

@@ -328,12 +328,52 @@ def test_warnings_point_at_the_callers_line_and_builtin_tokenizers_are_named():
 
 @pytest.mark.parametrize("script, args", [("bench_ptm.py", ["--sweeps", "1"]),
                                           ("bench_short_text.py", ["--ptm-sweeps", "1"]),
-                                          ("dpmrm_planted.py", ["--sweeps", "10"])])
+                                          ("dpmrm_planted.py", ["--sweeps", "10"]),
+                                          ("dpmrm_planted.py", ["--docs", "2"])])
 def test_benchmark_scripts_refuse_too_few_sweeps(script, args):
-    """Review: these ran on and crashed on an empty trace or a negative sweep count."""
+    """Review: these ran on and crashed on an empty trace, a negative sweep count or a corpus
+    too small for its labels."""
     from pathlib import Path
 
     path = Path(__file__).resolve().parent.parent / "scripts" / script
     r = subprocess.run([sys.executable, str(path), *args], capture_output=True, text=True,
                        timeout=120)
-    assert r.returncode == 2 and "sweeps must be" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 2 and " must be " in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("cls", [jt.LDA, jt.SentenceLDA, jt.PTM, jt.DMM, jt.DPMM, jt.HDP, jt.DPMRM])
+def test_num_blocks_is_bounded_for_every_model(cls):
+    """Re-check: --num-blocks 2000000000 grew LDA to 22 GB before the OOM killer; 10^11 was
+    accepted by DMM, DPMM, SentenceLDA and HDP (and saved), and --split-merge-steps 10^11
+    crashed in jit. Every model now refuses more than MAX_BLOCKS blocks."""
+    from jaxtopics.validate import MAX_BLOCKS
+
+    cls(num_blocks=MAX_BLOCKS)
+    for bad in (MAX_BLOCKS + 1, 2_000_000_000, 10**11):
+        with pytest.raises(ParameterError, match=f"num_blocks must be an integer <= {MAX_BLOCKS}"):
+            cls(num_blocks=bad)
+
+
+def test_huge_split_merge_steps_are_refused():
+    with pytest.raises(ParameterError, match="split_merge_steps must be an integer <= 2147483647"):
+        jt.HDP(split_merge_steps=10**11)
+
+
+def test_a_corpus_without_what_the_model_needs_is_refused_before_any_warning():
+    """Re-check: a Corpus without label sets (DP-MRM) or sentences (SentenceLDA) warned about
+    its unknown words first, then was refused."""
+    import warnings
+
+    texts = ["Apple banana cherry. Date egg.", "Cherry date. Egg fig apple.", "Apple fig. Banana."]
+    slda = jt.SentenceLDA(num_topics=2).fit(jt.Corpus.from_texts(texts, sentences=True),
+                                            num_sweeps=1, progress=False)
+    labelled = jt.Corpus.from_texts(texts, labels=[["a"], ["b"], ["a", "b"]])
+    dpmrm = jt.DPMRM(initial_topics=2).fit(labelled, num_sweeps=1, progress=False)
+    flat = jt.Corpus.from_texts(["apple zebra quux"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(CorpusError, match="needs sentence boundaries, and this Corpus has none"):
+            slda.transform(flat)
+        with pytest.raises(CorpusError, match="needs a label set .* none \\(labels missing\\)"):
+            dpmrm.transform(flat)
+    assert jt.metrics.clustering_scores((x for x in [0, 0, 1]), iter([1, 1, 0]))["nmi"] == 1.0

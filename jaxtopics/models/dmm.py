@@ -44,7 +44,8 @@ from jax import Array
 
 from ..corpus import Corpus
 from ..errors import ParameterError
-from ..validate import ANY_LENGTH, array_spec, count_problem, latent_problem, same_length
+from ..validate import (ANY_LENGTH, MAX_BLOCKS, array_spec, check_int, count_problem, latent_problem,
+                        same_length)
 from ..ops import (
     block_log_predictive,
     categorical_logits,
@@ -164,7 +165,7 @@ def check_params(params: Params) -> Params:
         _concentration(params, name)
     if params.sampler not in SAMPLERS:
         raise ParameterError(f"sampler must be one of {SAMPLERS}, got {params.sampler!r}")
-    _positive_int(params, "num_blocks")
+    check_int(params.num_blocks, "num_blocks", low=1, high=MAX_BLOCKS)
     _positive_int(params, "chunk_size")
     return params
 

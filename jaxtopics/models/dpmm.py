@@ -64,7 +64,7 @@ from ..ops import (
     log_rising_factorial,
     shard_sum,
 )
-from ..validate import same_length
+from ..validate import MAX_BLOCKS, check_int, same_length
 from . import dmm
 from .dmm import (
     Data,
@@ -139,7 +139,8 @@ def check_params(params: Params) -> Params:
         raise ParameterError(f"sampler must be one of {SAMPLERS}, got {params.sampler!r}")
     if params.init not in INITS:
         raise ParameterError(f"init must be one of {INITS}, got {params.init!r}")
-    for name in ("num_blocks", "capacity", "init_clusters", "chunk_size"):
+    check_int(params.num_blocks, "num_blocks", low=1, high=MAX_BLOCKS)
+    for name in ("capacity", "init_clusters", "chunk_size"):
         dmm._positive_int(params, name)
     if params.capacity > dmm.MAX_TABLE_CELLS:
         raise ParameterError(f"capacity must be an integer <= {dmm.MAX_TABLE_CELLS}, "

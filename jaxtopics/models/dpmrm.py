@@ -91,7 +91,8 @@ from jax import Array
 
 from ..corpus import Corpus
 from ..errors import CorpusError, ParameterError
-from ..validate import ANY_LENGTH, array_spec, count_problem, latent_problem, same_length
+from ..validate import (ANY_LENGTH, MAX_BLOCKS, array_spec, check_int, count_problem, latent_problem,
+                        same_length)
 from ..ops import (
     categorical,
     categorical_logits,
@@ -233,7 +234,8 @@ def check_params(params: Params) -> Params:
                                  f"computes in [{_FLOAT32_RANGE[0]:g}, {_FLOAT32_RANGE[1]:g}]")
     if params.sampler not in SAMPLERS:
         raise ParameterError(f"sampler must be one of {SAMPLERS}, got {params.sampler!r}")
-    for name, low in (("num_blocks", 1), ("topic_capacity", 0), ("table_capacity", 0),
+    check_int(params.num_blocks, "num_blocks", low=1, high=MAX_BLOCKS)
+    for name, low in (("topic_capacity", 0), ("table_capacity", 0),
                       ("initial_topics", 1), ("chunk_size", 1)):
         v = getattr(params, name)
         if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < low:

@@ -71,7 +71,7 @@ from jax.scipy.special import gammaln
 
 from ..corpus import Corpus
 from ..errors import CorpusError, ParameterError
-from ..validate import array_spec, count_problem, latent_problem, same_length
+from ..validate import MAX_BLOCKS, array_spec, check_int, count_problem, latent_problem, same_length
 from ..ops import (
     categorical,
     categorical_logits,
@@ -195,11 +195,6 @@ class SweepInfo(NamedTuple):
 # parameters, layout, state
 
 
-def _check_int(name: str, v, low: int) -> None:
-    if not isinstance(v, (int, np.integer)) or isinstance(v, (bool, np.bool_)) or v < low:
-        raise ParameterError(f"{name} must be an integer >= {low}, got {v!r}")
-
-
 def _check_positive(name: str, v) -> None:
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
         raise ParameterError(f"{name} must be a number, got {v!r}")
@@ -218,10 +213,11 @@ def check_params(params: Params) -> Params:
     if not isinstance(params.resample_concentrations, (bool, np.bool_)):
         raise ParameterError("resample_concentrations must be True or False, "
                              f"got {params.resample_concentrations!r}")
-    for name, low in (("initial_topics", 1), ("split_merge_steps", 0), ("num_blocks", 1),
+    for name, low in (("initial_topics", 1), ("split_merge_steps", 0),
                       ("dish_groups", 1), ("topic_capacity", 0), ("table_capacity", 0),
                       ("chunk_size", 1)):
-        _check_int(name, getattr(params, name), low)
+        check_int(getattr(params, name), name, low=low)       # int32: they reach jit
+    check_int(params.num_blocks, "num_blocks", low=1, high=MAX_BLOCKS)
     if params.initial_topics > 2**20:
         raise ParameterError(f"initial_topics must be an integer <= {2**20}, "
                              f"got {params.initial_topics}")

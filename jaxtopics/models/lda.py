@@ -35,8 +35,8 @@ from jax import Array
 
 from ..corpus import Corpus
 from ..errors import ParameterError
-from ..validate import (FLOAT32_MAX, check_float32, check_int, check_positive_int, count_problem,
-                        latent_problem)
+from ..validate import (FLOAT32_MAX, INT32_MAX, MAX_BLOCKS, check_float32, check_int,
+                        check_positive_int, count_problem, latent_problem)
 from ..ops import (
     LANE_MULTIPLE,
     block_uniforms,
@@ -217,9 +217,9 @@ def check_params(params: Params) -> Params:
         raise ParameterError(f"init must be one of {INITS}, got {params.init!r}")
     if not isinstance(params.exchange, str) or params.exchange not in EXCHANGES:
         raise ParameterError(f"exchange must be one of {EXCHANGES}, got {params.exchange!r}")
-    sizes = {name: check_int(getattr(params, name), name, low=low)
-             for name, low in (("num_blocks", 1), ("mh_steps", 0), ("chunk_size", 1),
-                               ("sync_every", 1))}
+    sizes = {name: check_int(getattr(params, name), name, low=low, high=high)
+             for name, low, high in (("num_blocks", 1, MAX_BLOCKS), ("mh_steps", 0, INT32_MAX),
+                                     ("chunk_size", 1, INT32_MAX), ("sync_every", 1, INT32_MAX))}
     if sizes["mh_steps"] and params.sampler != "parallel":
         raise ParameterError(f"mh_steps applies to the 'parallel' sampler only, got "
                              f"sampler={params.sampler!r} with mh_steps={sizes['mh_steps']}")

@@ -45,7 +45,7 @@ from jax import Array
 
 from ..corpus import Corpus
 from ..errors import ParameterError
-from ..validate import array_spec, check_positive_int, count_problem, latent_problem
+from ..validate import MAX_BLOCKS, array_spec, check_positive_int, count_problem, latent_problem
 from ..ops import (
     categorical,
     categorical_logits,
@@ -170,7 +170,7 @@ def check_params(params: Params) -> Params:
         num_pseudo_docs=check_positive_int(params.num_pseudo_docs, "num_pseudo_docs"),
         alpha=_concentration(params.alpha, "alpha"), beta=_concentration(params.beta, "beta"),
         lam=_concentration(params.lam, "lam"),
-        num_blocks=check_positive_int(params.num_blocks, "num_blocks"),
+        num_blocks=check_positive_int(params.num_blocks, "num_blocks", high=MAX_BLOCKS),
         chunk_size=check_positive_int(params.chunk_size, "chunk_size"))
 
 

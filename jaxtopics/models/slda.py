@@ -42,7 +42,7 @@ from jax import Array
 
 from ..corpus import Corpus
 from ..errors import CorpusError, ParameterError
-from ..validate import ANY_LENGTH, array_spec, count_problem, latent_problem
+from ..validate import ANY_LENGTH, MAX_BLOCKS, array_spec, check_int, count_problem, latent_problem
 from ..ops import (
     block_log_predictive,
     categorical_logits,
@@ -156,10 +156,8 @@ def check_params(params: Params) -> Params:
                                  f"computes in [{_FLOAT32_RANGE[0]:g}, {_FLOAT32_RANGE[1]:g}]")
     if params.sampler not in SAMPLERS:
         raise ParameterError(f"sampler must be one of {SAMPLERS}, got {params.sampler!r}")
-    for name in ("num_blocks", "chunk_size"):
-        v = getattr(params, name)
-        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
-            raise ParameterError(f"{name} must be an integer >= 1, got {v!r}")
+    check_int(params.num_blocks, "num_blocks", low=1, high=MAX_BLOCKS)
+    check_int(params.chunk_size, "chunk_size", low=1)
     return params
 
 
