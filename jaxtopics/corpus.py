@@ -27,6 +27,7 @@ import numpy as np
 
 from . import io as _io
 from .errors import CorpusError, EmptyDocumentError, ParameterError
+from .validate import as_sequence
 
 __all__ = ["Corpus", "ENGLISH_STOP_WORDS", "TextOptions", "default_tokenizer", "split_sentences"]
 
@@ -509,9 +510,7 @@ class Corpus:
 
     def __post_init__(self) -> None:
         put = object.__setattr__
-        if (self.labels is not None and isinstance(self.labels, Iterable)
-                and not isinstance(self.labels, (list, tuple, np.ndarray, str, bytes))):
-            put(self, "labels", list(self.labels))       # a generator, as texts may be
+        put(self, "labels", as_sequence(self.labels))    # a generator, as texts may be
         self._route_label_sets()
         vocab = _str_tuple(self.vocab, "vocab")
         put(self, "vocab", vocab)

@@ -31,7 +31,7 @@ from .fit import TracePoint, chain_keys, in_32_bits, run_sweeps
 from .io import CHECKSUM_KEY, decode_strings, encode_strings, load_model_file, save_model_file
 from .models import dmm, dpmm, dpmrm, hdp, lda, ptm, slda
 from .options import MODEL_OPTIONS, Option
-from .validate import INT32_MAX, check_int, check_positive_int, check_seed, seed_key
+from .validate import INT32_MAX, as_sequence, check_int, check_positive_int, check_seed, seed_key
 
 __all__ = ["LDA", "DMM", "DPMM", "DPMRM", "HDP", "PTM", "SentenceLDA", "FittedModel", "FittedHDP",
            "Option", "TransformInfo", "load", "MODELS"]
@@ -42,8 +42,7 @@ MODELS: dict[str, type["_Estimator"]] = {}
 
 def _topic_ids(topics: Any, num_topics: int) -> np.ndarray:
     """`topics` as int64 ids: a 1-D sequence of ints, or a boolean mask of length num_topics."""
-    ids = np.asarray(list(topics) if isinstance(topics, Iterable) and not isinstance(
-        topics, (np.ndarray, str, bytes)) else topics)
+    ids = np.asarray(as_sequence(topics))
     if ids.ndim != 1:
         raise ParameterError(f"topics must be a 1-D sequence of topic ids or a boolean mask, got "
                              f"{type(topics).__name__} of shape {ids.shape}")

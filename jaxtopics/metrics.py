@@ -18,12 +18,12 @@ that use it (e.g. GSDMM's NMI):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
 from .errors import ParameterError
+from .validate import as_sequence
 
 __all__ = [
     "nmi", "ari", "purity", "homogeneity", "completeness", "v_measure", "clustering_scores",
@@ -36,8 +36,7 @@ _AVERAGES = ("arithmetic", "geometric", "min", "max")
 
 
 def _labels(labels_true: Any, labels_pred: Any) -> tuple[np.ndarray, np.ndarray]:
-    t, p = (np.asarray(list(a) if isinstance(a, Iterable) and not isinstance(a, (np.ndarray, str))
-                       else a) for a in (labels_true, labels_pred))      # generators too
+    t, p = (np.asarray(as_sequence(a)) for a in (labels_true, labels_pred))   # generators too
     for name, a in (("labels_true", t), ("labels_pred", p)):
         if a.ndim != 1:
             raise ParameterError(f"{name} must be one-dimensional, got shape {a.shape}")

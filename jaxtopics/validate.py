@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -26,6 +27,7 @@ __all__ = [
     "FLOAT32_TINY",
     "FLOAT32_MAX",
     "check_int",
+    "as_sequence",
     "latent_problem",
     "count_problem",
     "ANY_LENGTH",
@@ -42,6 +44,14 @@ INT32_MAX = int(np.iinfo(np.int32).max)
 MAX_BLOCKS = 2**20
 FLOAT32_TINY = float(np.finfo(np.float32).tiny)   # smallest normal float32, ~1.18e-38
 FLOAT32_MAX = float(np.finfo(np.float32).max)     # ~3.40e38
+
+
+def as_sequence(value: Any) -> Any:
+    """`value` with a one-pass iterable (a generator, ``map``, ``range``, a pandas Series) read
+    into a list; lists, tuples, arrays, strings and non-iterables are returned as they are."""
+    if isinstance(value, Iterable) and not isinstance(value, (list, tuple, np.ndarray, str, bytes)):
+        return list(value)
+    return value
 
 
 def _is_int(value: Any) -> bool:
