@@ -45,6 +45,9 @@ def _labels(labels_true: Any, labels_pred: Any) -> tuple[np.ndarray, np.ndarray]
             if len(kinds) > 1 or kinds == ["NoneType"]:
                 raise ParameterError(f"{name} must hold labels of one kind (ints or strings), "
                                      f"got {', '.join(kinds)}")
+        if a.dtype.kind in "fc" and np.isnan(a).any():     # a missing label, not a class
+            raise ParameterError(f"{name} holds NaN at item {int(np.flatnonzero(np.isnan(a))[0])}: "
+                                 f"every item needs a label")
     if t.shape[0] != p.shape[0]:
         raise ParameterError(f"labels_true has {t.shape[0]} items, labels_pred {p.shape[0]}")
     return t, p

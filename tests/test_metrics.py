@@ -82,6 +82,8 @@ def test_large_labellings_do_not_overflow() -> None:
 @pytest.mark.parametrize("t,p,match", [
     ([0, 1, 2], [0, 1], "3 items"),
     ([[0, 1]], [[0, 1]], "one-dimensional"),
+    ([0.0, 1.0, float("nan")], [0, 1, 1], "labels_true holds NaN at item 2"),
+    ([0, 1, 1], np.array([1.0, np.nan, 0.0]), "labels_pred holds NaN at item 1"),
 ])
 def test_bad_input_is_refused(t, p, match) -> None:
     with pytest.raises(ParameterError, match=match):
