@@ -46,6 +46,12 @@ What a model module declares to be sharded (module-level hooks; this file never 
   ``SHARD_MAX_FIELDS`` (global State fields that are no counts but labels of slots, e.g. a
   topic slot's owner: a shard's part is the label where its own items use the slot, 0
   elsewhere, and the parts combine by their largest value).
+- optional ``SHARD_PERMUTED``: {State field: Data field} for per-shard fields a shard holds in a
+  layout of its own rather than in corpus order (LDA's z in the word-rotation layout, so that no
+  sweep converts it): the Data field, an int32 array of the field's shape, names the item each
+  slot holds (a value >= the shard's item count: no item). ``prepare`` keeps that Data field on
+  the host (``ShardedData.host``; no device memory), ``shard_state`` and ``gather`` reorder with
+  it; the field's corpus order form ends with one 0 (a dummy slot).
 
 The same code runs on the CPU devices of one process (``jax_num_cpu_devices``), on the GPUs of
 one host, and over several processes (``jax.distributed``: ``initialize``, each process reads
@@ -94,12 +100,15 @@ class ShardedData:
     """`data`: the model's ``Data`` with a leading shard axis on every array (padded to equal
     shapes); `sizes`: {name: [shards] int32} the unpadded ``shard_sizes`` of every shard (among
     them the real length of each axis); `module`: the model module (static); `shapes`: the
-    per-shard State fields' padded shapes (static)."""
+    per-shard State fields' padded shapes (static); `host`: this process's shards' Data fields
+    named by the module's ``SHARD_PERMUTED`` ({name: [local shards, ...] numpy}), kept on the
+    host (static, compared by identity)."""
 
     data: Any
     sizes: dict
     module: ModuleType = field(metadata={"static": True})
     shapes: tuple = field(default=(), metadata={"static": True})
+    host: Any = field(default=None, metadata={"static": True})
 
     @property
     def num_tokens(self) -> Array:
@@ -117,7 +126,23 @@ class ShardedData:
 
 
 jax.tree_util.register_dataclass(ShardedData, data_fields=["data", "sizes"],
-                                 meta_fields=["module", "shapes"])
+                                 meta_fields=["module", "shapes", "host"])
+
+
+class _HostArrays(dict):
+    """Host arrays carried as static metadata of a ShardedData: hashed and compared by identity
+    (jit caches a chunk of sweeps per ShardedData, never per value)."""
+
+    __hash__ = object.__hash__
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+
+def _permuted(module: ModuleType, sdata: ShardedData, name: str) -> np.ndarray | None:
+    """[local shards, ...] host slot -> item of per-shard field `name`, or None (corpus order)."""
+    layout = getattr(module, "SHARD_PERMUTED", {}).get(name)
+    return None if layout is None or not sdata.host else sdata.host.get(layout)
 
 
 def module_of(params: Any) -> ModuleType:
@@ -390,13 +415,18 @@ def prepare(corpus: Corpus, params: Any, num_shards: int,
     top = {k: int(all_sizes[i].sum() if k in summed else all_sizes[i].max())
            for i, k in enumerate(names)}
     padded = [module.pad_shard(p, top) for p in parts]
+    host = _HostArrays()
+    for name in set(getattr(module, "SHARD_PERMUTED", {}).values()):
+        if getattr(padded[0], name) is not None:        # kept on the host, not on the devices
+            host[name] = np.stack([np.asarray(getattr(p, name)) for p in padded])
+            padded = [dataclasses.replace(p, **{name: None}) for p in padded]
     stack = jnp.asarray if processes == 1 else np.asarray
     data = jax.tree.map(lambda *a: stack(np.stack([np.asarray(x) for x in a])), *padded)
     probe = jax.eval_shape(lambda d: module.init(jax.random.key(0), d, params),
                            jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape[1:], a.dtype), data))
     shapes = tuple((f, tuple(getattr(probe, f).shape)) for f in module.SHARD_FIELDS)
     sizes = {k: jnp.asarray(all_sizes[i], jnp.int32) for i, k in enumerate(names)}
-    return ShardedData(data=data, sizes=sizes, module=module, shapes=shapes)
+    return ShardedData(data=data, sizes=sizes, module=module, shapes=shapes, host=host)
 
 
 def on_every_process(fn, what: str = "lay out their documents"):
@@ -612,6 +642,15 @@ def shard_state(state: Any, sdata: ShardedData, *, local: bool = False) -> Any:
         axis, full = module.SHARD_FIELDS[f], np.asarray(value)
         t0 = starts[axis]
         base = t0[shards[0]] if local else 0
+        slots = _permuted(module, sdata, f)
+        if slots is not None:           # item order[i] of the shard goes into slot i
+            pieces = np.zeros(slots.shape, full.dtype)
+            for i, s in enumerate(shards):
+                rows = full[t0[s] - base:t0[s + 1] - base]
+                held = slots[i] < rows.shape[0]
+                pieces[i][held] = rows[slots[i][held]]
+            out.append(pieces if jax.process_count() > 1 else jnp.asarray(pieces))
+            continue
         # trailing axes: at least the state's own (a capacity grown since ``prepare``)
         tail = tuple(max(a, b) for a, b in zip(shapes[f][1:], full.shape[1:]))
         pieces = np.zeros((len(shards), shapes[f][0]) + tail, full.dtype)
@@ -701,6 +740,10 @@ def gather(state: Any, sdata: ShardedData) -> Any:
     index = getattr(module, "SHARD_INDEX_FIELDS", {})
     out = []
     for f, value in zip(state._fields, state):
+        slots = _permuted(module, sdata, f)
+        if slots is not None:
+            out.append(_gather_permuted(value, slots, sizes[module.SHARD_FIELDS[f]]))
+            continue
         x = host(value)
         if not _is_sharded(module, f):
             out.append(jnp.asarray(x))
@@ -710,6 +753,25 @@ def gather(state: Any, sdata: ShardedData) -> Any:
         rows = [x[s, :n[s]] + (starts[index[f]][s] if f in index else 0) for s in range(len(n))]
         out.append(jnp.asarray(np.concatenate(rows + [x[-1, top:]]).astype(x.dtype)))
     return type(state)(*out)
+
+
+def _gather_permuted(value: Array, slots: np.ndarray, n: np.ndarray) -> Array:
+    """A per-shard field held in a layout of its own (``SHARD_PERMUTED``) in corpus order: each
+    process puts its own shards' slots back in order (its `slots` stay on its host), the
+    processes exchange those, and the shards' real items are concatenated, then a dummy 0."""
+    if jax.process_count() == 1:
+        mine = np.asarray(value)
+    else:                       # this process's shards, in shard order (each held once)
+        pieces = {p.index[0].start: p.data for p in value.addressable_shards}
+        mine = np.concatenate([np.asarray(pieces[k]) for k in sorted(pieces)])
+    top = int(n.max())
+    rows = np.zeros((len(mine), top), mine.dtype)
+    for i, held_slots in enumerate(slots):
+        held = held_slots < top
+        rows[i][held_slots[held]] = mine[i][held]
+    rows = _allgather_host(rows).reshape((-1, top))
+    return jnp.asarray(np.concatenate([rows[s, :n[s]] for s in range(len(n))]
+                                      + [np.zeros(1, rows.dtype)]))
 
 
 def _identity(x):
@@ -745,7 +807,7 @@ def place(state: Any, sdata: ShardedData, mesh: Mesh) -> tuple[Any, ShardedData]
     state = type(state)(*(put(x, w) for x, w in zip(state, where)))
     sdata = ShardedData(jax.tree.map(lambda a: put(a, sharded), sdata.data),
                         {k: put(v, replicated) for k, v in sdata.sizes.items()},
-                        sdata.module, sdata.shapes)
+                        sdata.module, sdata.shapes, sdata.host)
     return state, sdata
 
 

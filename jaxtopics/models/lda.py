@@ -78,6 +78,9 @@ SAMPLERS = ("parallel", "sequential", "uncollapsed")
 SHARDABLE = True
 #: per-shard State fields and the axis each runs along; word_topic and topic are global
 SHARD_FIELDS = {"z": "tokens", "doc_topic": "docs"}
+#: a shard laid out for word rotation holds z in that layout ([B, C], ``Data.order``): no sweep
+#: or chunk of sweeps converts it, and ``Data.order`` stays on the host
+SHARD_PERMUTED = {"z": "order"}
 #: the ``init`` settings ``distributed.init`` supports (the facade shards any initial state)
 SHARD_INITS = ("random",)
 #: ``shard_sizes`` entries that ``jaxtopics.distributed`` sums over the shards (bounds of global
@@ -156,7 +159,9 @@ class Data:
     word_groups (static): 1, or G > 1 in a shard laid out for word rotation (``pad_shard``):
     rows s P' .. (s+1) P' - 1 (P' = rows / G) are the blocks of the shard's tokens of word group
     s, ``word`` holds the word's row in its group (w div G; no token: ``group_rows(V, G)``) and
-    order [B, C] each slot's token (its position in the shard; no token: num_tokens).
+    order [B, C] each slot's token (its position in the shard; no token: num_tokens): the State
+    of such a shard holds z [B, C] in this layout, and ``jaxtopics.distributed`` keeps `order`
+    on the host to put z in corpus order (None on the devices).
     rotate_words (static): Params.exchange == "rotate" for the exact parallel kernel; a sharded
     layout then rotates word groups.
     """
@@ -313,36 +318,38 @@ def _token_at(blocked: Array, i: Array) -> Array:
     return blocked[i % blocked.shape[0], i // blocked.shape[0]]
 
 
-def _corpus_order(data: Data) -> tuple[Array, Array, Array]:
-    """(doc [N], word [N], counted [N] int32): the layout in corpus order; counted is 0 on a
-    shard's padding tokens."""
-    word = data.word
+def _token_arrays(data: Data) -> tuple[Array, Array, Array]:
+    """(doc, word, counted int32) of every token, in the order z holds the tokens: corpus order
+    ([N]; counted is 0 on a shard's padding tokens), or in a word-rotation shard its layout's
+    slots ([B C]; counted is 0 on the slots that hold no token)."""
+    counted = _valid(data)
     if data.word_groups > 1:                     # global word ids from (row in group, group)
-        rows, groups = word.shape[0], data.word_groups
-        word = word * groups + jnp.arange(rows, dtype=jnp.int32)[:, None] // (rows // groups)
-    return (_in_corpus_order(data, data.doc), _in_corpus_order(data, word),
-            _in_corpus_order(data, _valid(data).astype(jnp.int32)))
+        rows, groups = data.word.shape[0], data.word_groups
+        word = data.word * groups + jnp.arange(rows, dtype=jnp.int32)[:, None] // (rows // groups)
+        word = jnp.where(counted, word, 0)
+        return data.doc.reshape(-1), word.reshape(-1), counted.astype(jnp.int32).reshape(-1)
+    return (_in_corpus_order(data, data.doc), _in_corpus_order(data, data.word),
+            _in_corpus_order(data, counted.astype(jnp.int32)))
 
 
 def _in_corpus_order(data: Data, blocked: Array) -> Array:
-    """A [B, C] per-slot array of the layout as [N] in corpus order (0 where no slot holds a
-    token of the shard)."""
-    if data.order is None:
-        return from_strided(blocked, data.num_tokens)
-    return jnp.zeros((data.num_tokens,), blocked.dtype).at[data.order].set(blocked, mode="drop")
+    """A [B, C] per-slot array of the strided layout as [N] in corpus order."""
+    return from_strided(blocked, data.num_tokens)
 
 
 def state_from_assignments(z: Array, data: Data, params: Params) -> State:
-    """Build the count tables for given topics z [N] (corpus order)."""
+    """Build the count tables for given topics z [N] (corpus order; a shard laid out for word
+    rotation: z [B, C] in its layout, kept so)."""
     n, d, v = _sizes(data)
     k = params.num_topics
     z = jnp.asarray(z, jnp.int32)
-    doc, word, counted = _corpus_order(data)
+    doc, word, counted = _token_arrays(data)
+    flat = z.reshape(-1)
     return State(
-        z=jnp.append(z, 0).astype(jnp.int32),
-        doc_topic=count_table((d, k), doc, z, weights=counted),
-        word_topic=count_table((v, k), word, z, weights=counted),
-        topic=count_table((k,), z, weights=counted),
+        z=z if data.word_groups > 1 else jnp.append(z, 0),
+        doc_topic=count_table((d, k), doc, flat, weights=counted),
+        word_topic=count_table((v, k), word, flat, weights=counted),
+        topic=count_table((k,), flat, weights=counted),
     )
 
 
@@ -352,7 +359,11 @@ def init(key: Array, data: Data, params: Params) -> State:
     n, d, v = _sizes(data)
     k = params.num_topics
     if params.init == "random":
-        return state_from_assignments(jax.random.randint(key, (n,), 0, k), data, params)
+        if data.word_groups > 1:                     # z in the rotation layout
+            z = jnp.where(_valid(data), jax.random.randint(key, data.word.shape, 0, k), 0)
+        else:
+            z = jax.random.randint(key, (n,), 0, k)
+        return state_from_assignments(z, data, params)
     if data.word_groups > 1:
         raise ParameterError("init='incremental' needs the whole word-topic table: a shard laid "
                              "out for word rotation starts with init='random'")
@@ -532,8 +543,8 @@ def to_carry(state: State, data: Data, params: Params, axis_name: str | None = N
                                word_topic=state.word_topic.astype(_NARROW))
     n = data.num_tokens
     num_blocks, width = data.word.shape
-    if data.order is not None:      # a word-rotation layout: slot -> token (empty: dummy N)
-        return state._replace(z=state.z.at[data.order].get(mode="promise_in_bounds"))
+    if data.word_groups > 1:        # a word-rotation shard holds z in its layout already
+        return state
     z = to_strided(state.z[:n], num_blocks, width=width)
     every = _exchange_every(params, data, axis_name)
     if every > 1 and num_blocks % every:
@@ -545,14 +556,10 @@ def from_carry(carry: State, data: Data, params: Params) -> State:
     """The inverse of :func:`to_carry`: z back in corpus order with its dummy slot."""
     if not _carries_blocks(params):
         return carry
-    if data.order is None:
+    if data.word_groups > 1:        # a word-rotation shard keeps z in its layout
+        z = carry.z
+    else:
         z = jnp.append(from_strided(carry.z[:data.word.shape[0]], data.num_tokens), 0)
-    else:       # slots without a token hold 0 and point at the dummy slot N; row by row, so
-        # that XLA's scatter copies one row of indices and updates, not [N] of each
-        def row(r, z):
-            return z.at[data.order[r]].set(carry.z[r], mode="promise_in_bounds")
-        z = jax.lax.fori_loop(0, data.order.shape[0], row,
-                              jnp.zeros((data.num_tokens + 1,), jnp.int32))
     return carry._replace(z=z, doc_topic=carry.doc_topic.astype(jnp.int32),
                           word_topic=carry.word_topic.astype(jnp.int32))
 
@@ -741,7 +748,7 @@ def _uncollapsed_sweep(key: Array, state: State, data: Data, params: Params) -> 
         uc, doc, word = c
         return categorical_logits(uc, log_theta[doc] + log_phi[word])
 
-    doc, word, _ = _corpus_order(data)
+    doc, word, _ = _token_arrays(data)
     z = chunked_map(draw, (u, doc, word), params.chunk_size)
     new = state_from_assignments(z, data, params)
     return new, SweepInfo(jnp.sum(z != state.z[:n], dtype=jnp.int32))
@@ -838,7 +845,10 @@ def _rotation_layout(data: Data, sizes: dict[str, int]) -> Data:
 
 def recount_shard(state: State, data: Data, params: Params, sizes: dict) -> State:
     """A shard's tables recounted from z, padding tokens (slots >= sizes["tokens"]) set to 0 and
-    counted nowhere; word_topic and topic are this shard's part of the global tables."""
+    counted nowhere (a word-rotation layout holds no padding tokens); word_topic and topic are
+    this shard's part of the global tables."""
+    if data.word_groups > 1:
+        return state_from_assignments(state.z, data, params)
     real = jnp.arange(data.num_tokens) < sizes["tokens"]
     return state_from_assignments(jnp.where(real, state.z[:-1], 0), data, params)
 
@@ -892,7 +902,7 @@ def fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps
         raise ParameterError("fold_in: new documents use word ids outside the fitted vocabulary")
     phi_vk = estimate(state, params)["phi"].T                               # [V, K]
     z0 = jax.random.randint(jax.random.fold_in(key, 0), (n,), 0, k)
-    doc, _, counted = _corpus_order(new_data)
+    doc, _, counted = _token_arrays(new_data)
     ndk = count_table((d, k), doc, z0, weights=counted)
     # each token is in one block, so its topic when its block comes is its topic at the sweep's
     # start: z is carried in block layout and each sweep's new topics replace it at once
