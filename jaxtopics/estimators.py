@@ -286,6 +286,7 @@ class FittedModel:
         devices = resolve_devices(self._module, self.params, corpus,
                                   self.shards if devices is None else devices)
         processes = jax.process_count()
+        layout_changed = None        # warned once the run is set up (a refused run warns nothing)
         if (devices or 1) != (self.shards or 1) and self.sweeps_done > 0:
             same = (f"pass devices={self.shards or 1} (on the command line: --devices "
                     f"{self.shards or 1}) to continue the same chain")
@@ -294,21 +295,23 @@ class FittedModel:
                 same = (f"pass devices={self.shards or 1}, the total over all processes, to "
                         "continue the same chain; on the command line leave --devices out"
                         + (f" or give --devices {int(per)}" if per == int(per) else ""))
-            warnings.warn(f"this chain ran on {self.shards or 1} device(s) so far and continues on "
-                          f"{devices or 1}: the result differs from an uninterrupted run ({same})",
-                          ShardLayoutWarning, stacklevel=3)   # past in_32_bits
+            layout_changed = (f"this chain ran on {self.shards or 1} device(s) so far and "
+                              f"continues on {devices or 1}: the result differs from an "
+                              f"uninterrupted run ({same})")
         elif (self.processes not in (None, processes) and self.sweeps_done > 0
               and (devices or 1) > 1):
-            warnings.warn(f"this chain ran on {self.shards} devices of {self.processes} "
-                          f"process(es) so far and continues on {devices} devices of {processes}: "
-                          f"the documents may be split between the devices differently, so the "
-                          f"result can differ from an uninterrupted run (run it with "
-                          f"{self.processes} process(es) to continue the same chain)",
-                          ShardLayoutWarning, stacklevel=3)   # past in_32_bits
-        self.shards = devices if devices and devices > 1 else None     # 1 shard == the plain run
-        self.processes = processes if self.shards else 1
+            layout_changed = (f"this chain ran on {self.shards} devices of {self.processes} "
+                              f"process(es) so far and continues on {devices} devices of "
+                              f"{processes}: the documents may be split between the devices "
+                              f"differently, so the result can differ from an uninterrupted run "
+                              f"(run it with {self.processes} process(es) to continue the same "
+                              f"chain)")
         if devices is not None:
             model, data, state, to_global = self._sharded(corpus, devices)
+        if layout_changed:
+            warnings.warn(layout_changed, ShardLayoutWarning, stacklevel=3)   # past in_32_bits
+        self.shards = devices if devices and devices > 1 else None     # 1 shard == the plain run
+        self.processes = processes if self.shards else 1
 
         def keep(state, done, trace):   # the input buffers are donated: always hold the latest
             self.__dict__["_pending"] = (state, to_global)     # gathered only when read

@@ -280,6 +280,12 @@ def test_the_device_count_is_part_of_the_saved_chain(corpus, tmp_path):
                                                    "devices of 1"):
         two.resume(corpus, 1, progress=False)
     assert two.processes == 1 and jt.load(tmp_path / "m.jtm").processes == 1
+    # a layout that cannot run is refused before any warning, and the chain keeps its layout
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(jt.ParameterError, match="5 devices .* asked for, but 4 visible"):
+            loaded.resume(corpus, 1, progress=False, devices=5)
+    assert loaded.shards == 2 and loaded.sweeps_done == 6
     hdp = jt.HDP().fit(jt.Corpus.from_token_lists([["a", "b"], ["b", "c"]] * 3), num_sweeps=1,
                        progress=False, devices=1)           # one device: any model
     assert hdp.sweeps_done == 1 and hdp.shards is None
