@@ -553,7 +553,8 @@ def to_carry(state: State, data: Data, params: Params, axis_name: str | None = N
 
 
 def from_carry(carry: State, data: Data, params: Params) -> State:
-    """The inverse of :func:`to_carry`: z back in corpus order with its dummy slot."""
+    """The inverse of :func:`to_carry`: z back in corpus order with its dummy slot (a shard laid
+    out for word rotation keeps z in its own layout), the tables back to int32."""
     if not _carries_blocks(params):
         return carry
     if data.word_groups > 1:        # a word-rotation shard keeps z in its layout
