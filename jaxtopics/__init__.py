@@ -21,6 +21,7 @@ from .errors import (  # noqa: E402
     UnknownWordsWarning,
 )
 from . import metrics  # noqa: E402
+from .coherence import topic_coherence  # noqa: E402
 
 # What needs JAX is imported on first use (PEP 562): `import jaxtopics` (corpora, metrics,
 # errors) stays light, and the command line imports JAX (~1.5 s) inside its own Ctrl-C handling,
@@ -46,6 +47,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "__version__",
+    "topic_coherence",
     "Corpus",
     "CorpusError",
     "DMM",

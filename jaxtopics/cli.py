@@ -24,6 +24,7 @@ import time
 import warnings
 from pathlib import Path
 
+from .coherence import MEASURES
 from .corpus import Corpus
 from .errors import JaxTopicsError, ParameterError
 from .options import MODEL_OPTIONS, SHARED_OPTIONS
@@ -83,6 +84,8 @@ def _same_settings(args: argparse.Namespace) -> dict:
     settings = {"--" + k.replace("_", "-"): v for k, v in vars(args).items()
                 if k not in _PER_PROCESS_ARGS}
     settings["--seed"] = 0 if args.seed is None else args.seed
+    if args.coherence:                        # the processes sum the counts of these words
+        settings["--top-words"] = args.top_words
     if args.command == "fit":
         settings["--format"] = _input_format(args)
         settings["--text-key"] = "text" if args.text_key is None else args.text_key
@@ -181,6 +184,9 @@ def _check_args(args: argparse.Namespace) -> None:
         raise ParameterError(f"--top-words must be >= 1, got {args.top_words}")
     if args.command == "show":
         return
+    if args.coherence and args.top_words < 2:
+        raise ParameterError(f"--coherence scores pairs of top words: --top-words must be >= 2, "
+                             f"got {args.top_words}")
     if args.model is None:
         args.model = _saved_model(args) or "lda"
     devices = getattr(args, "devices", None)
@@ -265,6 +271,7 @@ def _print_while_read(*args, **kwargs) -> None:
 
 def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) -> int:
     import jax
+    import numpy as np
 
     from .io import atomic_write_bytes
 
@@ -328,10 +335,28 @@ def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) 
         print(f"\nthroughput: {rate / 1e6:.2f} M tokens/s (after the first eval, which includes compilation)")
     print(f"total: {args.sweeps} sweeps in {elapsed:.1f}s\n")
     print(model.summary(n=args.top_words))
+    coherence = None
+    if args.coherence:                       # collective: the processes' counts are summed
+        coherence = model.coherence(corpus, args.coherence, top_n=args.top_words)
+        scored = coherence[~np.isnan(coherence)]
+        window = MEASURES[args.coherence]
+        print(f"\ncoherence {args.coherence} of the top {args.top_words} words "
+              f"({'documents' if window is None else f'sliding windows of {window} tokens'} of "
+              f"the training corpus): " + (f"mean {scored.mean():.4f} over {scored.size} topics "
+                                           f"(min {scored.min():.4f}, max {scored.max():.4f})"
+                                           if scored.size else "no topic holds any token"))
     if out is not None:
         model.save(out / "model.jtm")        # collective; process 0 writes
         if not lead:
             return 0
+        if coherence is not None:
+            table = io.StringIO(newline="")
+            w = csv.writer(table)
+            w.writerow(["topic", args.coherence, "top_words"])
+            w.writerows([t, "" if np.isnan(c) else repr(float(c)),
+                         " ".join(model.vocab[i] for i in ids)]
+                        for t, (c, ids) in enumerate(zip(coherence, model.top_word_ids(args.top_words))))
+            atomic_write_bytes(out / "coherence.csv", table.getvalue().encode("utf-8"))
         topics = "".join(f"{t}\t" + " ".join(model.vocab[i] for i in ids) + "\n"
                          for t, ids in enumerate(model.top_word_ids(args.top_words)))
         atomic_write_bytes(out / "topics.txt", topics.encode("utf-8"))
@@ -340,7 +365,8 @@ def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) 
         w.writerow(["sweep", "log_joint_per_token", "changed_fraction", "seconds"])
         w.writerows(model.trace)
         atomic_write_bytes(out / "trace.csv", table.getvalue().encode("utf-8"))
-        print(f"\nwrote {out / 'model.jtm'}, topics.txt, trace.csv")
+        print(f"\nwrote {out / 'model.jtm'}, topics.txt, trace.csv"
+              + (", coherence.csv" if coherence is not None else ""))
     return 0
 
 
@@ -364,6 +390,9 @@ def _add_model_args(p: argparse.ArgumentParser, *, sweeps: int, fit: bool) -> No
     p.add_argument("--checkpoint-every", type=int, default=None,
                    help="save OUT/model.jtm every this many sweeps (resumable)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--coherence", choices=list(MEASURES), default=None,
+                   help="after the fit, score each topic's --top-words words on the training "
+                        "corpus with this coherence measure (printed; OUT/coherence.csv)")
     if fit:
         _add_process_args(p)
     p.add_argument("--devices", type=_devices_arg, default=None,

@@ -214,6 +214,31 @@ class FittedModel:
             [np.argsort(-phi[topics[i:i + rows]], axis=1, kind="stable")[:, :n]
              for i in range(0, len(topics), rows)] or [np.zeros((0, min(n, phi.shape[1])), np.int64)])
 
+    def coherence(self, corpus: Corpus, measure: str = "c_v", top_n: int = 10, *,
+                  window_size: int | None | str = "default", topics: Any = None,
+                  eps: float = 1e-12) -> np.ndarray:
+        """float64 [topics]: the coherence of each topic's `top_n` words in the reference
+        `corpus` (usually the training corpus), ``jaxtopics.topic_coherence``'s measures:
+        "c_v" (default), "c_npmi", "c_uci", "u_mass". `topics` as in ``top_word_ids`` (default
+        all K); a topic or cluster that holds nothing scores NaN (``np.nanmean`` averages the
+        rest). Words are matched to the corpus by their string. In a multi-process run every
+        process calls it with its own documents (a collective): the counts are summed over them."""
+        from .coherence import WindowCounts, check_measure, words_coherence
+        from .distributed import process_sum
+        check_measure(measure, window_size)
+        top_n = check_positive_int(top_n, "top_n", high=None)
+        ids = np.arange(self.num_topics) if topics is None else _topic_ids(topics, self.num_topics)
+        top = self.top_word_ids(top_n, ids)
+        empty = _empty_topics(self)[ids]
+        out = np.full(len(ids), np.nan)
+        words = [[self.vocab[i] for i in row] for row in top[~empty]]
+
+        def total(counts: WindowCounts) -> WindowCounts:   # several processes: their documents
+            return WindowCounts(*(process_sum(c) for c in counts))
+        out[~empty] = words_coherence(words, corpus, measure, window_size=window_size, eps=eps,
+                                      total=total)
+        return out
+
     def summary(self, n: int = 8) -> str:
         """Human-readable summary: model, sizes, hyper-parameters, trace, top words per topic."""
         n = check_positive_int(n, "n (the number of top words)", high=None)

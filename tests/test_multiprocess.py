@@ -148,12 +148,13 @@ def test_two_processes_two_devices_each_resume_bitwise(tmp_path, reuters, reuter
 def test_other_models_over_two_processes_resume_bitwise(tmp_path, reuters, reuters_dir, model, options):
     """The generic sharding over processes, for models other than LDA (global tables of their
     own: cluster-word counts; pseudo-document tables): a 2-process run saves tables that are the
-    counts of its latents, and resuming it gives the straight run bitwise."""
+    counts of its latents, and resuming it gives the straight run bitwise. Its --coherence is
+    that of the whole corpus."""
     from jaxtopics.estimators import MODELS
 
     straight, split = tmp_path / "straight", tmp_path / "split"
     args = ["--model", model, *options, "--eval-every", "2"]
-    _fit(straight, reuters_dir, *args, "--sweeps", "6")
+    _fit(straight, reuters_dir, *args, "--sweeps", "6", "--coherence", "c_npmi")
     _fit(split, reuters_dir, *args, "--sweeps", "4")
     outs = _fit(split, reuters_dir, "--sweeps", "2", "--eval-every", "2", "--resume")
     assert "over 2 processes" in outs[0]
@@ -164,6 +165,10 @@ def test_other_models_over_two_processes_resume_bitwise(tmp_path, reuters, reute
     recount = module.rebuild(b.state, module.prepare(reuters, b.params), b.params)
     for name, saved, counted in zip(b.state._fields, b.state, recount):
         np.testing.assert_array_equal(np.asarray(saved), np.asarray(counted), err_msg=name)
+    # coherence: the two processes' window counts add up to the whole corpus's
+    rows = [line.split(",")[1] for line in (straight / "coherence.csv").read_text().splitlines()[1:]]
+    np.testing.assert_allclose([float(r) if r else np.nan for r in rows],
+                               a.coherence(reuters, "c_npmi"), rtol=1e-12)
 
 
 def test_dpmrm_over_two_processes_reads_labelled_text_and_resumes_bitwise(tmp_path, reuters_dir):

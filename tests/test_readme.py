@@ -39,6 +39,7 @@ def _block(heading: str, lang: str) -> str:
 def test_quickstart_block_runs(tmp_path, monkeypatch):
     code = _block("## Quickstart", "python")
     assert "model.transform(new_texts)" in code and "model.transform(new_corpus)" in code
+    assert 'model.coherence(corpus, "c_v")' in code
     monkeypatch.chdir(tmp_path)                     # model.save("lda.jtm") writes here
     new_corpus = jt.Corpus.from_texts(NEW_TEXTS)    # its own vocabulary, in its own order
     assert new_corpus.vocab != jt.Corpus.from_texts(TRAIN).vocab[:new_corpus.num_words]
