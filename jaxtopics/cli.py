@@ -84,8 +84,8 @@ def _same_settings(args: argparse.Namespace) -> dict:
     settings = {"--" + k.replace("_", "-"): v for k, v in vars(args).items()
                 if k not in _PER_PROCESS_ARGS}
     settings["--seed"] = 0 if args.seed is None else args.seed
-    if args.coherence:                        # the processes sum the counts of these words
-        settings["--top-words"] = args.top_words
+    # with --coherence the processes sum the counts of these words: the same on every process
+    settings["--top-words"] = args.top_words if args.coherence else "(any)"
     if args.command == "fit":
         settings["--format"] = _input_format(args)
         settings["--text-key"] = "text" if args.text_key is None else args.text_key
@@ -335,9 +335,16 @@ def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) 
         print(f"\nthroughput: {rate / 1e6:.2f} M tokens/s (after the first eval, which includes compilation)")
     print(f"total: {args.sweeps} sweeps in {elapsed:.1f}s\n")
     print(model.summary(n=args.top_words))
+    if out is not None:
+        model.save(out / "model.jtm")        # collective; process 0 writes; before coherence,
+                                             # so a refused reference word loses no fit
     coherence = None
     if args.coherence:                       # collective: the processes' counts are summed
-        coherence = model.coherence(corpus, args.coherence, top_n=args.top_words)
+        try:
+            coherence = model.coherence(corpus, args.coherence, top_n=args.top_words)
+        except JaxTopicsError as e:          # the same on every process (after their sum)
+            print(f"\njaxtopics: coherence not computed: {e}", file=sys.stderr)
+    if coherence is not None:
         scored = coherence[~np.isnan(coherence)]
         window = MEASURES[args.coherence]
         print(f"\ncoherence {args.coherence} of the top {args.top_words} words "
@@ -346,10 +353,11 @@ def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) 
                                            f"(min {scored.min():.4f}, max {scored.max():.4f})"
                                            if scored.size else "no topic holds any token"))
     if out is not None:
-        model.save(out / "model.jtm")        # collective; process 0 writes
         if not lead:
             return 0
-        if coherence is not None:
+        if coherence is None:                # no stale scores of an earlier run beside the model
+            (out / "coherence.csv").unlink(missing_ok=True)
+        else:
             table = io.StringIO(newline="")
             w = csv.writer(table)
             w.writerow(["topic", args.coherence, "top_words"])

@@ -73,7 +73,8 @@ def check_measure(measure: Any, window_size: Any = "default") -> tuple[str, int 
         return measure, MEASURES[measure]
     if window_size is None:
         return measure, None
-    return measure, check_positive_int(window_size, "window_size", high=None)
+    # a window longer than any corpus is every document whole: bounded so numpy's int64 holds it
+    return measure, min(check_positive_int(window_size, "window_size", high=None), 2**62)
 
 
 def check_eps(eps: Any) -> float:

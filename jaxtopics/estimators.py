@@ -220,7 +220,7 @@ class FittedModel:
         """float64 [topics]: the coherence of each topic's `top_n` words in the reference
         `corpus` (usually the training corpus), ``jaxtopics.topic_coherence``'s measures:
         "c_v" (default), "c_npmi", "c_uci", "u_mass". `topics` as in ``top_word_ids`` (default
-        all K); a topic or cluster that holds nothing scores NaN (``np.nanmean`` averages the
+        all K); a topic or cluster that holds no token scores NaN (``np.nanmean`` averages the
         rest). Words are matched to the corpus by their string. In a multi-process run every
         process calls it with its own documents (a collective): the counts are summed over them."""
         from .coherence import WindowCounts, check_measure, words_coherence
@@ -230,6 +230,9 @@ class FittedModel:
         ids = np.arange(self.num_topics) if topics is None else _topic_ids(topics, self.num_topics)
         top = self.top_word_ids(top_n, ids)
         empty = _empty_topics(self)[ids]
+        z = np.asarray(self.assignments)
+        if z.shape == (self.num_tokens,):          # one topic per token: topics none holds
+            empty |= np.bincount(z[z >= 0], minlength=self.num_topics)[ids] == 0
         out = np.full(len(ids), np.nan)
         words = [[self.vocab[i] for i in row] for row in top[~empty]]
 

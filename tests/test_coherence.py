@@ -165,11 +165,14 @@ def test_a_fitted_model_scores_its_topics(tmp_path):
                                   jt.topic_coherence([words[2], words[0]], corpus))
     with pytest.raises(jt.ParameterError, match="at least 2 top words"):
         model.coherence(corpus, top_n=1)
-    # clusters that hold nothing score NaN, the others their words' coherence
+    # clusters that hold no token (none or only empty documents) score NaN, the others their
+    # words' coherence
     dmm = jt.DMM(num_clusters=40).fit(corpus, num_sweeps=3, progress=False)
     scores = dmm.coherence(corpus, "u_mass", top_n=3)
-    empty = dmm.cluster_sizes == 0
-    assert empty.any() and np.isnan(scores[empty]).all() and np.isfinite(scores[~empty]).all()
+    words = np.zeros(40, int)
+    np.add.at(words, dmm.labels, corpus.doc_lengths)
+    assert (dmm.cluster_sizes == 0).any()
+    assert np.isnan(scores[words == 0]).all() and np.isfinite(scores[words > 0]).all()
 
 
 def test_the_command_line_writes_each_topics_coherence(tmp_path):
@@ -189,3 +192,25 @@ def test_the_command_line_writes_each_topics_coherence(tmp_path):
                                   model.coherence(corpus, "c_npmi", top_n=5))
     assert main(["fit", "--input", str(src), "--out", str(out), "--coherence", "c_v",
                  "--top-words", "1"]) == 2
+
+
+def test_empty_lda_topics_score_nan_and_a_refused_word_loses_no_fit(tmp_path):
+    from jaxtopics.cli import main
+
+    corpus = jt.Corpus.from_token_lists([["apple", "banana", "cherry"], ["banana", "date"],
+                                         ["apple", "date", "fig"]])
+    model = jt.LDA(num_topics=30).fit(corpus, num_sweeps=2, progress=False)
+    held = np.bincount(model.assignments, minlength=30) > 0
+    scores = model.coherence(corpus, "u_mass", top_n=3)
+    assert np.isnan(scores[~held]).all() and np.isfinite(scores[held]).all()
+    # LDA-C words that never occur: tied top words the coherence refuses; the fit is still saved
+    (tmp_path / "v.txt").write_text("\n".join([f"unused{i}" for i in range(12)] + list("abcdefg")) + "\n")
+    (tmp_path / "c.ldac").write_text("".join(f"2 {12 + i % 7}:2 {12 + (i + 3) % 7}:1\n" for i in range(6)))
+    out = tmp_path / "run"
+    assert main(["fit", "--input", str(tmp_path / "c.ldac"), "--vocab", str(tmp_path / "v.txt"),
+                 "--out", str(out), "--num-topics", "2", "--sweeps", "2", "--no-progress",
+                 "--devices", "1", "--coherence", "u_mass"]) == 0
+    assert (out / "model.jtm").exists() and (out / "topics.txt").exists()
+    assert not (out / "coherence.csv").exists()
+    assert jt.topic_coherence([["a", "b"]], jt.Corpus.from_token_lists([["a", "b"]]), "c_v",
+                              window_size=2**70).shape == (1,)
