@@ -47,7 +47,6 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "__version__",
-    "topic_coherence",
     "Corpus",
     "CorpusError",
     "DMM",
@@ -68,4 +67,5 @@ __all__ = [
     "distributed",
     "load",
     "metrics",
+    "topic_coherence",
 ]

@@ -355,6 +355,7 @@ def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) 
     if out is not None:
         if not lead:
             return 0
+        top_ids = model.top_word_ids(args.top_words)
         if coherence is None:                # no stale scores of an earlier run beside the model
             (out / "coherence.csv").unlink(missing_ok=True)
         else:
@@ -363,10 +364,10 @@ def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) 
             w.writerow(["topic", args.coherence, "top_words"])
             w.writerows([t, "" if np.isnan(c) else repr(float(c)),
                          " ".join(model.vocab[i] for i in ids)]
-                        for t, (c, ids) in enumerate(zip(coherence, model.top_word_ids(args.top_words))))
+                        for t, (c, ids) in enumerate(zip(coherence, top_ids)))
             atomic_write_bytes(out / "coherence.csv", table.getvalue().encode("utf-8"))
         topics = "".join(f"{t}\t" + " ".join(model.vocab[i] for i in ids) + "\n"
-                         for t, ids in enumerate(model.top_word_ids(args.top_words)))
+                         for t, ids in enumerate(top_ids))
         atomic_write_bytes(out / "topics.txt", topics.encode("utf-8"))
         table = io.StringIO(newline="")
         w = csv.writer(table)
