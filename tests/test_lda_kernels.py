@@ -386,6 +386,47 @@ def test_sweeps_reproducible_from_key(kernel: str) -> None:
     np.testing.assert_array_equal(np.asarray(again.z), np.asarray(state.z))
 
 
+def _equations(jaxpr) -> int:
+    """Equations of a jaxpr, counted into every sub-jaxpr (loop bodies, branches)."""
+    total = 0
+    for eqn in jaxpr.eqns:
+        total += 1
+        for value in eqn.params.values():
+            for sub in value if isinstance(value, (tuple, list)) else (value,):
+                sub = getattr(sub, "jaxpr", sub)             # a ClosedJaxpr's jaxpr
+                if hasattr(sub, "eqns"):
+                    total += _equations(sub)
+    return total
+
+
+def test_many_mh_steps_run_as_a_loop_with_the_same_chain(monkeypatch) -> None:
+    """Beyond lda._MH_UNROLL cycles the MH cycles run as a loop: the program no longer grows
+    with mh_steps (unrolled, 64 cycles compiled for minutes), and the chain is the unrolled
+    one, bitwise."""
+    corpus = _medium_corpus()
+
+    def program(steps: int):
+        params = lda.check_params(lda.Params(4, alpha=0.1, beta=0.05, mh_steps=steps))
+        data = lda.prepare(corpus, params)
+        state = lda.init(jax.random.key(0), data, params)
+        return params, data, state
+
+    sizes = {}
+    for steps in (lda._MH_UNROLL + 1, 64):
+        params, data, state = program(steps)
+        sizes[steps] = _equations(jax.make_jaxpr(
+            lambda k, s: lda.sweep(k, s, data, params))(jax.random.key(1), state).jaxpr)
+    assert sizes[lda._MH_UNROLL + 1] == sizes[64]
+
+    params, data, state = program(6)
+    looped = jax.jit(lambda k, s: lda.sweep(k, s, data, params)[0])(jax.random.key(1), state)
+    monkeypatch.setattr(lda, "_MH_UNROLL", 6)
+    unrolled = jax.jit(lambda k, s: lda.sweep(k, s, data, params)[0])(jax.random.key(1), state)
+    assert (np.asarray(looped.z) != np.asarray(state.z)).any()
+    for x, y in zip(looped, unrolled):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
 # ------------------------------------------------------------------------------------------
 # planted-topic recovery
 
