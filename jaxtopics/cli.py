@@ -459,8 +459,16 @@ def _cpu_devices(args: argparse.Namespace) -> int:
     return _cpu_cores()
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose errors are one line, as every other error of the command line
+    (argparse prints the whole usage first); its commands' parsers are of this class too."""
+
+    def error(self, message: str):
+        self.exit(2, f"jaxtopics: error: {message} (`{self.prog} --help` lists the options)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="jaxtopics", description=__doc__.split("\n")[0])
+    parser = _Parser(prog="jaxtopics", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     fit = sub.add_parser("fit", help="fit a model on a corpus file")
     fit.add_argument("--input", "-i", required=True, help="corpus file")

@@ -14,8 +14,10 @@ import hashlib
 import json
 import os
 import re
+import struct
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -431,6 +433,9 @@ def read_jsonl(
             obj = json.loads(line)
         except json.JSONDecodeError as e:
             raise FormatError(f"malformed JSON: {e.msg} (column {e.colno})", path, i + 1) from None
+        except RecursionError:
+            raise FormatError("JSON nested too deeply to read (expected one flat object per "
+                              "line)", path, i + 1) from None
         if not isinstance(obj, dict):
             raise FormatError(
                 f"expected a JSON object, got {type(obj).__name__}", path, i + 1
@@ -500,9 +505,12 @@ def atomic_path(path: PathLike) -> Iterator[Path]:
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(OSError):
             tmp.unlink()
+        if isinstance(e, OSError) and e.filename in (None, tmp_name):
+            # a full disk (ENOSPC from a write) names no file: name the user's path
+            raise OSError(e.errno, e.strerror, os.fspath(path)) from None
         raise
 
 
@@ -594,6 +602,13 @@ def save_model_file(path: PathLike, arrays: Mapping[str, Any], meta: Mapping[str
             np.savez(f, **stored)
 
 
+#: what zipfile and numpy raise on a damaged archive: besides the obvious ones, a flipped flag
+#: bit of a member's directory entry reads as "encrypted" (RuntimeError), a flipped compression
+#: method as NotImplementedError, a damaged deflate stream as zlib.error
+_DAMAGED_ARCHIVE = (ValueError, OSError, EOFError, zipfile.BadZipFile, RuntimeError,
+                    NotImplementedError, zlib.error, KeyError, struct.error)
+
+
 def load_model_file(path: PathLike, arrays: bool = True) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Load a file written by :func:`save_model_file`; returns ``(arrays, meta)`` (``arrays=False``:
     the metadata only, the arrays are not read and come back as ``{}``).
@@ -608,7 +623,7 @@ def load_model_file(path: PathLike, arrays: bool = True) -> tuple[dict[str, np.n
     not_model = "not a jaxtopics model file"
     try:
         loaded = np.load(p, allow_pickle=False)
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as e:
+    except _DAMAGED_ARCHIVE as e:
         why = "not an .npz archive" if "pickle" in str(e) else f"{type(e).__name__}: {e}"
         raise FormatError(f"{not_model} ({why})", p) from None
     if not isinstance(loaded, np.lib.npyio.NpzFile):
@@ -621,11 +636,11 @@ def load_model_file(path: PathLike, arrays: bool = True) -> tuple[dict[str, np.n
             meta_arr = npz[_META_KEY]
     except FormatError:
         raise
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as e:
+    except _DAMAGED_ARCHIVE as e:
         raise FormatError(f"{not_model} ({type(e).__name__}: {e})", p) from None
     try:
         meta = json.loads(str(meta_arr[()]))
-    except (json.JSONDecodeError, TypeError, IndexError) as e:
+    except (json.JSONDecodeError, TypeError, IndexError, RecursionError) as e:
         raise FormatError(f"{not_model} (unreadable metadata: {e})", p) from None
     if not isinstance(meta, dict) or meta.get("format") != MODEL_FORMAT:
         fmt = meta.get("format") if isinstance(meta, dict) else None

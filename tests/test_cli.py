@@ -130,8 +130,26 @@ def test_demo_offers_only_what_it_can_do():
     for flag in ("--resume", "--coordinator", "--num-processes", "--process-id"):
         assert flag not in demo_help and flag in fit_help
     r = _run("demo", "--resume", "--coordinator", "localhost:1234")
-    assert r.returncode == 2 and r.stderr.startswith("usage: jaxtopics demo ")
-    assert "unrecognized arguments: --resume --coordinator localhost:1234" in r.stderr
+    assert r.returncode == 2 and r.stderr == (
+        "jaxtopics: error: unrecognized arguments: --resume --coordinator localhost:1234 "
+        "(`jaxtopics demo --help` lists the options)\n")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (("fit", "--input", "x", "--out", "y", "--num-topics", "2.5"),
+     "argument --num-topics: invalid int value: '2.5' (`jaxtopics fit --help` lists the options)"),
+    (("fit", "--input", "x", "--out", "y", "--seed", "abc"), "argument --seed: invalid int value"),
+    (("fit", "--out", "y"), "the following arguments are required: --input/-i"),
+    (("show",), "the following arguments are required: path"),
+    ((), "the following arguments are required: command (`jaxtopics --help` lists the options)"),
+])
+def test_argument_errors_are_one_line(argv, message):
+    """Review: argparse's own errors (a value of the wrong type, a missing argument) printed
+    the whole usage, 18 lines, before the error; they are one `jaxtopics: error:` line too."""
+    r = _run(*argv)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.startswith("jaxtopics: error: ") and r.stderr.count("\n") == 1
+    assert message in r.stderr
 
 
 # -- issue #9 ---------------------------------------------------------------------------------

@@ -186,6 +186,7 @@ def test_read_jsonl(tmp_path: Path):
         ('{"text": 5}\n', {}, r"d.jsonl:1: value of 'text' must be a string"),
         ('["a"]\n', {}, r"d.jsonl:1: expected a JSON object"),
         ('{"text": "a", "y": 1.5}\n', {"label_key": "y"}, r"d.jsonl:1: label 'y'"),
+        ('{"text": "a"}\n' + "[" * 100_000 + "\n", {}, r"d.jsonl:2: JSON nested too deeply"),
     ],
 )
 def test_read_jsonl_malformed(tmp_path: Path, text: str, kwargs: dict, pattern: str):
@@ -389,3 +390,21 @@ def test_atomic_write_names_the_target_not_the_temp_file(tmp_path: Path):
     with pytest.raises(FileNotFoundError) as e:
         io.atomic_write_bytes(target, b"x")
     assert e.value.filename == str(target) and ".tmp" not in str(e.value)
+
+
+def test_a_full_disk_names_the_file_and_leaves_nothing(tmp_path: Path, monkeypatch):
+    """Review: a full disk was `jaxtopics: error: No space left on device`, naming no file (a
+    write's ENOSPC carries none); it names the file being written, and neither the old file
+    nor a temporary one is touched or left."""
+    import errno
+    target = tmp_path / "m.jtm"
+    target.write_bytes(b"old")
+
+    def full(self, data):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(Path, "write_bytes", full)
+    with pytest.raises(OSError) as e:
+        io.atomic_write_bytes(target, b"new")
+    monkeypatch.undo()
+    assert e.value.errno == errno.ENOSPC and e.value.filename == str(target)
+    assert target.read_bytes() == b"old" and sorted(tmp_path.iterdir()) == [target]
