@@ -10,7 +10,6 @@ Quick use::
 
 __version__ = "0.1.0"
 
-from .corpus import Corpus  # noqa: E402
 from .errors import (  # noqa: E402
     CorpusError,
     EmptyDocumentError,
@@ -20,22 +19,23 @@ from .errors import (  # noqa: E402
     ShardLayoutWarning,
     UnknownWordsWarning,
 )
-from . import metrics  # noqa: E402
-from .coherence import topic_coherence  # noqa: E402
 
-# What needs JAX is imported on first use (PEP 562): `import jaxtopics` (corpora, metrics,
-# errors) stays light, and the command line imports JAX (~1.5 s) inside its own Ctrl-C handling,
-# so an interrupt while JAX loads ends the command with its one line instead of a traceback.
-_FROM_ESTIMATORS = ("DMM", "DPMM", "DPMRM", "HDP", "LDA", "PTM", "FittedModel", "SentenceLDA",
-                    "TransformInfo", "load")
+# Everything else is imported on first use (PEP 562): `import jaxtopics` loads only the standard
+# library, so the command line imports numpy and JAX (~1.5 s) inside its own Ctrl-C handling
+# and an interrupt at any moment ends the command with its one line instead of a traceback.
+_LAZY = {"Corpus": ".corpus", "topic_coherence": ".coherence",
+         **{name: ".estimators" for name in ("DMM", "DPMM", "DPMRM", "HDP", "LDA", "PTM",
+                                             "FittedModel", "SentenceLDA", "TransformInfo",
+                                             "load")}}
+_SUBMODULES = ("distributed", "metrics")
 
 
 def __getattr__(name: str):
     import importlib
-    if name == "distributed":
-        return importlib.import_module(".distributed", __name__)
-    if name in _FROM_ESTIMATORS:
-        value = getattr(importlib.import_module(".estimators", __name__), name)
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -23,12 +23,17 @@ import threading
 import time
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .coherence import MEASURES
-from .corpus import Corpus
 from .errors import JaxTopicsError, ParameterError
 from .options import MODEL_OPTIONS, SHARED_OPTIONS
-from .validate import check_positive_int
+
+if TYPE_CHECKING:
+    from .corpus import Corpus
+
+# Only the standard library and jaxtopics' stdlib-only modules load before main() runs: numpy
+# and JAX load inside it with Ctrl-C held (_interrupt_held), so an interrupt at any moment from
+# the start is the command's one line and status 130 (`import jaxtopics` itself stays light).
 
 __all__ = ["main"]
 
@@ -61,6 +66,7 @@ def _read_corpus(args: argparse.Namespace) -> Corpus:
             return distributed.read_process_corpus(path, fmt, vocab=args.vocab)
         extra = {"text_key": text_key} if fmt == "jsonl" else {"labelled": labelled}
         return distributed.read_process_corpus(path, fmt, sentences=sentences, **extra)
+    from .corpus import Corpus
     if fmt == "ldac":
         return Corpus.from_ldac(path, vocab=args.vocab)
     if fmt == "jsonl":
@@ -180,6 +186,7 @@ def _prepare_out(out: Path) -> None:
 
 def _check_args(args: argparse.Namespace) -> None:
     """Everything that can be checked before jax starts, an input is read or --out is made."""
+    from .validate import check_positive_int
     if args.top_words < 1:
         raise ParameterError(f"--top-words must be >= 1, got {args.top_words}")
     if args.command == "show":
@@ -346,6 +353,7 @@ def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) 
             print(f"\njaxtopics: coherence not computed: {e}", file=sys.stderr)
     if coherence is not None:
         scored = coherence[~np.isnan(coherence)]
+        from .coherence import MEASURES
         window = MEASURES[args.coherence]
         print(f"\ncoherence {args.coherence} of the top {args.top_words} words "
               f"({'documents' if window is None else f'sliding windows of {window} tokens'} of "
@@ -399,6 +407,7 @@ def _add_model_args(p: argparse.ArgumentParser, *, sweeps: int, fit: bool) -> No
     p.add_argument("--checkpoint-every", type=int, default=None,
                    help="save OUT/model.jtm every this many sweeps (resumable)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    from .coherence import MEASURES
     p.add_argument("--coherence", choices=list(MEASURES), default=None,
                    help="after the fit, score each topic's --top-words words on the training "
                         "corpus with this coherence measure (printed; OUT/coherence.csv)")
@@ -561,6 +570,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     try:
+        with _interrupt_held():          # numpy and the modules built on it (not JAX yet)
+            from . import coherence, corpus, validate  # noqa: F401
         parser = build_parser()          # without JAX (jaxtopics.options)
         args, unknown = parser.parse_known_args(argv)
     except KeyboardInterrupt:
@@ -612,6 +623,8 @@ def _run(args: argparse.Namespace) -> int:
             stream.reconfigure(errors="backslashreplace")
     try:
         _check_args(args)
+        with _interrupt_held():          # JAX's native libraries (every command needs them)
+            import jax  # noqa: F401
         if args.command != "show" and _cpu_devices(args) > 1:
             import jax
             # before the first computation starts the backend; concerns the CPU platform only

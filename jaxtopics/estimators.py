@@ -301,7 +301,7 @@ class FittedModel:
                 self._state = _rebuilt(rebuild, self._state, self._data, self.params,
                                        check=self._tables_from_file)
         self._tables_from_file = False
-        _check_sweeps(num_sweeps, eval_every, checkpoint_every, checkpoint_path)
+        _check_sweeps(num_sweeps, eval_every, checkpoint_every, checkpoint_path, progress)
         if self.sweeps_done + num_sweeps > INT32_MAX:    # sweep numbers are int32 in the driver
             raise ParameterError(f"num_sweeps={num_sweeps} after {self.sweeps_done} sweeps done "
                                  f"passes the last sweep number, {INT32_MAX}")
@@ -537,9 +537,13 @@ def _fingerprint(corpus: Corpus, model: str, version: int = 2) -> str:
 
 
 def _check_sweeps(num_sweeps: int, eval_every: int, checkpoint_every: int | None,
-                  checkpoint_path: str | os.PathLike | None = None) -> None:
-    """Sweep counts (integers, no bools) and, before any sweep runs, the checkpoint location:
-    a checkpoint that cannot be written would otherwise fail only at the first checkpoint."""
+                  checkpoint_path: str | os.PathLike | None = None, progress: Any = None) -> None:
+    """Sweep counts (integers, no bools), `progress` (None or a bool) and, before any sweep
+    runs, the checkpoint location: a checkpoint that cannot be written would otherwise fail
+    only at the first checkpoint."""
+    if progress is not None and not isinstance(progress, (bool, np.bool_)):
+        raise ParameterError(f"progress must be True, False or None (a bar when stderr is a "
+                             f"terminal), got {type(progress).__name__} {progress!r}"[:200])
     check_int(num_sweeps, "num_sweeps", low=0)
     check_int(eval_every, "eval_every", low=1)
     if checkpoint_every is not None:
@@ -598,7 +602,7 @@ class _Estimator:
                                seed=seed, eval_every=eval_every, checkpoint_every=checkpoint_every,
                                devices=devices)
         seed = check_seed(seed)
-        _check_sweeps(num_sweeps, eval_every, checkpoint_every, checkpoint_path)
+        _check_sweeps(num_sweeps, eval_every, checkpoint_every, checkpoint_path, progress)
         data = _on_every_process(lambda: self.module.prepare(corpus, self.params))
         init_key, _ = chain_keys(seed)
         num_tokens = corpus.num_tokens
@@ -935,6 +939,8 @@ def resolve_devices(module, params: NamedTuple, corpus: Corpus,
     if devices is not None and not isinstance(devices, (str, int, np.integer)):
         raise ParameterError(f"devices must be a positive integer, 'auto' or None, got "
                              f"{type(devices).__name__} {devices!r}"[:200])
+    if isinstance(devices, np.integer):
+        devices = int(devices)                 # a numpy count is stored (model.shards) as an int
     if devices is None or not isinstance(devices, str):
         if (not isinstance(devices, bool) and devices == 1 and jax.process_count() == 1
                 and shard_refusal(module, params)):

@@ -349,6 +349,37 @@ def test_ctrl_c_while_jax_loads_ends_with_status_130(tmp_path):
     assert "Traceback" not in r.stderr and "jaxtopics: interrupted" in r.stderr
 
 
+@pytest.mark.parametrize("command", ["show", "fit"])
+def test_ctrl_c_while_numpy_or_jax_loads_ends_with_status_130(tmp_path, command):
+    """Review: Ctrl-C in the first ~0.3 s (numpy loading with `import jaxtopics`) printed a
+    traceback, and `show` interrupted while jaxlib loaded aborted (SIGABRT, SIGSEGV). Now
+    `import jaxtopics.cli` loads neither, and main() loads them with Ctrl-C held. An import hook
+    sends SIGINT at the moment each one starts loading."""
+    model = tmp_path / "m" / "model.jtm"
+    if command == "show":
+        assert _run("fit", "--num-topics", "2", "--sweeps", "2", "--input", str(_docs(tmp_path)),
+                    "--out", str(model.parent), "--no-progress", "--devices", "1").returncode == 0
+        argv = ["show", str(model)]
+    else:
+        argv = ["fit", "--num-topics", "2", "--input", str(_docs(tmp_path)), "--out",
+                str(tmp_path / "o"), "--no-progress", "--devices", "1"]
+    for module in ("numpy", "jax"):
+        entry = ("import os, signal, sys\n"
+                 "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+                 "class Hook:\n"
+                 "    def find_spec(self, name, path=None, target=None):\n"
+                 f"        if name == {module!r}:\n"
+                 "            sys.meta_path.remove(self); os.kill(os.getpid(), signal.SIGINT)\n"
+                 "sys.meta_path.insert(0, Hook())\n"
+                 "from jaxtopics.cli import main\n"
+                 "assert 'numpy' not in sys.modules, 'numpy imported with the command'\n"
+                 "sys.exit(main())")
+        r = subprocess.run([sys.executable, "-c", entry, *argv], capture_output=True, text=True,
+                           timeout=120)
+        assert (r.returncode, r.stdout) == (130, ""), (module, r.returncode, r.stderr)
+        assert r.stderr.strip() == "jaxtopics: interrupted", (module, r.stderr)
+
+
 def test_fit_into_a_pipe_that_closes_early_still_writes_out(tmp_path):
     """Review: `jaxtopics fit ... | head -c 10` ended the fit with status 141 and wrote nothing;
     the reader leaving now only silences the rest of the output. The status is still 141 (a later

@@ -802,6 +802,20 @@ def test_devices_of_the_wrong_type_and_sweep_numbers_past_int32_are_refused(save
         late.resume(corpus, 5, progress=False)
 
 
+def test_progress_must_be_a_bool_and_a_numpy_device_count_is_stored_as_an_int():
+    """Review: progress="x" was accepted (a bar or not, by its truth); devices=np.int64(2)
+    came back as model.shards of type np.int64."""
+    from jaxtopics.datasets import synthetic_lda
+    corpus = synthetic_lda(num_docs=12, num_words=20, num_topics=3, mean_doc_length=8, seed=2).corpus
+    for bad in ("x", 1, "False"):
+        with pytest.raises(ParameterError, match="progress must be True, False or None"):
+            jt.LDA(3).fit(corpus, num_sweeps=1, progress=bad)
+    m = jt.LDA(3).fit(corpus, num_sweeps=1, devices=np.int64(2), progress=np.False_)
+    assert type(m.shards) is int and m.shards == 2
+    with pytest.raises(ParameterError, match="progress must be"):
+        m.resume(corpus, 1, progress="no")
+
+
 def _labelled(corpus: jt.Corpus) -> jt.Corpus:
     """`corpus` with two labels, each document tagged by its parity (and every 3rd by both)."""
     sets = [["even" if d % 2 == 0 else "odd"] + (["even", "odd"] if d % 3 == 0 else [])
