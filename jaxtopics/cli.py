@@ -624,9 +624,8 @@ def _run(args: argparse.Namespace) -> int:
     try:
         _check_args(args)
         with _interrupt_held():          # JAX's native libraries (every command needs them)
-            import jax  # noqa: F401
-        if args.command != "show" and _cpu_devices(args) > 1:
             import jax
+        if args.command != "show" and _cpu_devices(args) > 1:
             # before the first computation starts the backend; concerns the CPU platform only
             jax.config.update("jax_num_cpu_devices", _cpu_devices(args))
         if getattr(args, "coordinator", None):
