@@ -274,6 +274,10 @@ def _print_while_read(*args, **kwargs) -> None:
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         _report_state["reader_gone"] = True
+    except OSError as e:           # a full disk under `> report.txt`: name what could not be written
+        if e.filename is not None:
+            raise
+        raise OSError(e.errno, e.strerror or str(e), "standard output") from None
 
 
 def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) -> int:
@@ -621,6 +625,7 @@ def _run(args: argparse.Namespace) -> int:
     for stream in (sys.stdout, sys.stderr):     # a word with a lone surrogate must not crash
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
+    _report_state.clear()
     try:
         _check_args(args)
         with _interrupt_held():          # JAX's native libraries (every command needs them)
@@ -644,7 +649,6 @@ def _run(args: argparse.Namespace) -> int:
                                                     "resolve their options")
             distributed.require_same_settings(settings, where=" on the command line")
         if args.command in ("fit", "demo"):
-            _report_state.clear()
             if args.command == "fit":
                 status = _fit_and_report(_read_corpus(args), args, Path(args.out))
             else:
@@ -657,8 +661,9 @@ def _run(args: argparse.Namespace) -> int:
             return 141 if status == 0 and _report_state.get("reader_gone") else status
         if args.command == "show":
             from .estimators import load
-            print(load(args.path).summary(n=args.top_words))
-            return 0
+            text = load(args.path).summary(n=args.top_words)
+            _print_while_read(text)
+            return 141 if _report_state.get("reader_gone") else 0
     except JaxTopicsError as e:
         print(f"jaxtopics: error: {_named_by_flags(str(e))}", file=sys.stderr)
         return 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -259,6 +260,13 @@ def test_show_reports_a_bad_model_file_in_one_line(tmp_path):
     _one_line_error(r, "bad.jtm", "'seed'")
     r = _run("show", str(tmp_path / "m.jtm"), "--top-words", "0")
     _one_line_error(r, "--top-words")
+    if os.path.exists("/dev/full"):  # review: a full disk under `show > file` named no file
+        with open("/dev/full", "w") as full:
+            r = subprocess.run([sys.executable, "-m", "jaxtopics.cli", "show",
+                                str(tmp_path / "m.jtm")], stdout=full, stderr=subprocess.PIPE,
+                               text=True, timeout=300)
+        assert r.returncode == 2 and r.stderr.strip() == (
+            "jaxtopics: error: standard output: No space left on device"), r.stderr
 
 
 def test_devices_beyond_int32_is_one_line(tmp_path):
