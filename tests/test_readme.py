@@ -140,3 +140,29 @@ def test_devices_auto_block_runs(tmp_path):
                        cwd=tmp_path, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "DEVICES 2 3" in r.stdout and "SHARDED True False" in r.stdout
+
+
+def test_quickstart_notebook_runs(tmp_path, monkeypatch):
+    """notebooks/quickstart.ipynb's code cells in order, as written (fewer sweeps): the fit on the
+    embedded corpus, save + resume (bitwise the same chain as one longer fit), and 4 chains of
+    the functional core under jit + vmap, each a finite log joint that improved on its start."""
+    import json
+
+    cells = json.loads((ROOT / "notebooks" / "quickstart.ipynb").read_text(encoding="utf-8"))["cells"]
+    code = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+    assert len(code) == 5 and "jax.vmap(chain)(keys)" in code[-1]
+    code = [re.sub(r"num_sweeps=\d+", "num_sweeps=6", c).replace("fori_loop(0, 100,", "fori_loop(0, 6,")
+            for c in code]
+    monkeypatch.chdir(tmp_path)                            # model.save('demo.jtm') writes here
+    env: dict = {}
+    for i, cell in enumerate(code):
+        exec(compile(cell, f"notebooks/quickstart.ipynb:cell {i}", "exec"), env)
+    model, more = env["model"], env["more"]
+    assert model.sweeps_done == 6 and more.sweeps_done == 12 and (tmp_path / "demo.jtm").exists()
+    straight = jt.LDA(num_topics=20, alpha=0.1, beta=0.01).fit(env["corpus"], num_sweeps=12, seed=0)
+    np.testing.assert_array_equal(more.assignments, straight.assignments)
+    chains = np.asarray(env["run"](env["keys"]))
+    assert chains.shape == (4,) and np.isfinite(chains).all() and len(set(chains.tolist())) == 4
+    jax, lda, data, p = env["jax"], env["lda"], env["data"], env["p"]
+    start = lda.init(jax.random.split(env["keys"][0])[0], data, p)  # chain 0 before its sweeps
+    assert chains[0] > float(lda.log_joint(start, data, p)) / env["corpus"].num_tokens + 0.1
