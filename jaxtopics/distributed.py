@@ -62,6 +62,7 @@ Shards are padded to common shapes.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import signal
 import sys
 import threading
@@ -130,13 +131,25 @@ jax.tree_util.register_dataclass(ShardedData, data_fields=["data", "sizes"],
 
 
 class _HostArrays(dict):
-    """Host arrays carried as static metadata of a ShardedData: hashed and compared by identity
-    (jit caches a chunk of sweeps per ShardedData, never per value)."""
+    """Host arrays carried as static metadata of a ShardedData, hashed and compared by a digest
+    of their contents taken once: a later fit or resume of the same layout finds its chunk of
+    sweeps in jit's cache (compared by identity, every call had compiled it anew), and no lookup
+    compares arrays."""
 
-    __hash__ = object.__hash__
+    def __init__(self, arrays: dict[str, np.ndarray]) -> None:
+        super().__init__(arrays)
+        digest = hashlib.blake2b(digest_size=16)
+        for name in sorted(self):
+            a = np.ascontiguousarray(self[name])
+            digest.update(f"{name}:{a.dtype.str}:{a.shape};".encode())
+            digest.update(a.data)
+        self._digest = digest.digest()
+
+    def __hash__(self) -> int:
+        return hash(self._digest)
 
     def __eq__(self, other: object) -> bool:
-        return self is other
+        return isinstance(other, _HostArrays) and self._digest == other._digest
 
 
 def _permuted(module: ModuleType, sdata: ShardedData, name: str) -> np.ndarray | None:
@@ -415,7 +428,7 @@ def prepare(corpus: Corpus, params: Any, num_shards: int,
     top = {k: int(all_sizes[i].sum() if k in summed else all_sizes[i].max())
            for i, k in enumerate(names)}
     padded = [module.pad_shard(p, top) for p in parts]
-    host = _HostArrays()
+    host = {}
     for name in set(getattr(module, "SHARD_PERMUTED", {}).values()):
         if getattr(padded[0], name) is not None:        # kept on the host, not on the devices
             host[name] = np.stack([np.asarray(getattr(p, name)) for p in padded])
@@ -426,7 +439,7 @@ def prepare(corpus: Corpus, params: Any, num_shards: int,
                            jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape[1:], a.dtype), data))
     shapes = tuple((f, tuple(getattr(probe, f).shape)) for f in module.SHARD_FIELDS)
     sizes = {k: jnp.asarray(all_sizes[i], jnp.int32) for i, k in enumerate(names)}
-    return ShardedData(data=data, sizes=sizes, module=module, shapes=shapes, host=host)
+    return ShardedData(data=data, sizes=sizes, module=module, shapes=shapes, host=_HostArrays(host))
 
 
 def on_every_process(fn, what: str = "lay out their documents"):

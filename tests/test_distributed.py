@@ -233,6 +233,23 @@ def test_fit_on_four_devices_resumes_bitwise_and_saves(corpus, tmp_path):
                                   / corpus.num_tokens, rel=1e-6)
 
 
+@needs_4_default_devices
+@pytest.mark.parametrize("model", ["lda", "dmm"])
+def test_a_new_fit_of_the_same_layout_reuses_the_compiled_sweeps(corpus, model):
+    """Review: every sharded fit or resume compiled its chunk of sweeps anew (the shards' host
+    layout was static jit metadata compared by identity): a resume of 20 sweeps on 2 devices
+    took 1 s against 0.05 s on one. LDA keeps a host permutation (word rotation), DMM none."""
+    import jaxtopics as jt
+    from jaxtopics.fit import run_chunk
+
+    est = jt.LDA(num_topics=4, num_blocks=8) if model == "lda" else jt.DMM(num_clusters=4)
+    fitted = est.fit(corpus, num_sweeps=2, seed=1, progress=False, devices=2)
+    compiled = run_chunk._cache_size()
+    fitted.resume(corpus, 2, progress=False)
+    est.fit(corpus, num_sweeps=2, seed=2, progress=False, devices=2)
+    assert run_chunk._cache_size() == compiled
+
+
 def test_fit_devices_errors(corpus):
     import jaxtopics as jt
 
