@@ -322,7 +322,12 @@ def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) 
     where = f"{shards} {jax.default_backend()} devices" if shards else jax.default_backend()
     if jax.process_count() > 1:
         where += f" over {jax.process_count()} processes"
-    print(f"model: {est!r}  (jax {jax.__version__}, {where})")
+    shown_as = repr(est)
+    if resuming:             # the estimator's settings, as a new fit shows them, and the chain's point
+        settings = ", ".join(f"{k}={v!r}" for k, v in est.params._asdict().items())
+        shown_as = (f"{MODELS[args.model].__name__}({settings}), resumed after "
+                    f"{est.sweeps_done} sweeps of seed {est.seed}")
+    print(f"model: {shown_as}  (jax {jax.__version__}, {where})")
     ckpt = out / "model.jtm" if out is not None and args.checkpoint_every else None
     t0 = time.perf_counter()
     run = dict(num_sweeps=args.sweeps, eval_every=args.eval_every,
@@ -367,7 +372,9 @@ def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) 
     if out is not None:
         if not lead:
             return 0
-        top_ids = model.top_word_ids(args.top_words)
+        from .estimators import _empty_topics
+        top_ids = [[] if empty else ids     # a topic / cluster that holds nothing: no words
+                   for empty, ids in zip(_empty_topics(model), model.top_word_ids(args.top_words))]
         if coherence is None:                # no stale scores of an earlier run beside the model
             (out / "coherence.csv").unlink(missing_ok=True)
         else:

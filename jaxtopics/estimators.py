@@ -230,9 +230,6 @@ class FittedModel:
         ids = np.arange(self.num_topics) if topics is None else _topic_ids(topics, self.num_topics)
         top = self.top_word_ids(top_n, ids)
         empty = _empty_topics(self)[ids]
-        z = np.asarray(self.assignments)
-        if z.shape == (self.num_tokens,):          # one topic per token: topics none holds
-            empty |= np.bincount(z[z >= 0], minlength=self.num_topics)[ids] == 0
         out = np.full(len(ids), np.nan)
         words = [[self.vocab[i] for i in row] for row in top[~empty]]
 
@@ -911,13 +908,19 @@ def _tokenise_new_texts(model: FittedModel, docs: Any) -> tuple[list[str], np.nd
 
 
 def _empty_topics(model: FittedModel) -> np.ndarray:
-    """[K] bool: topics / clusters that hold nothing, where the model reports sizes (a
-    ``*_sizes`` read-out of length K, e.g. DMM's cluster_sizes); else none."""
+    """[K] bool: topics / clusters that hold nothing: where the model reports sizes (a
+    ``*_sizes`` read-out of length K, e.g. DMM's cluster_sizes), those of size 0; where it has
+    one topic per token, those no token holds. Their top words would be the prior's alone."""
     k = model.num_topics
+    empty = np.zeros(k, bool)
     for name, value in model._estimates().items():
         if name.endswith("_sizes") and np.shape(value) == (k,):
-            return np.asarray(value) == 0
-    return np.zeros(k, bool)
+            empty = np.asarray(value) == 0
+            break
+    z = np.asarray(model.assignments)
+    if z.shape == (model.num_tokens,):
+        empty |= np.bincount(z[z >= 0], minlength=k)[:k] == 0
+    return empty
 
 
 def _topic_shares(model: FittedModel, theta: np.ndarray) -> tuple[np.ndarray, str]:

@@ -29,6 +29,8 @@ def main() -> None:
     ap.add_argument("--chains", type=int, default=8)
     ap.add_argument("--checks", type=int, nargs="+", default=[5, 10, 20, 50, 100, 200])
     args = ap.parse_args()
+    if args.chains < 2:
+        ap.error("--chains must be at least 2 (the standard error of the mean needs two chains)")
     if args.corpus == "reuters":
         corpus = load_shared("reuters")
     else:                                     # the throughput benchmark's corpus

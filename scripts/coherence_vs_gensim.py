@@ -49,7 +49,10 @@ def main() -> None:
     ap.add_argument("--sweeps", type=int, default=100)
     ap.add_argument("--top-n", type=int, default=10)
     args = ap.parse_args()
-    import gensim
+    try:
+        import gensim
+    except ImportError:
+        ap.error("needs gensim, which jaxtopics does not depend on: pip install gensim")
 
     import jaxtopics as jt
     from jaxtopics.coherence import MEASURES

@@ -96,6 +96,8 @@ def test_devices_auto_is_the_default(tmp_path):
     assert r.returncode == 0, r.stderr
     r = _run("fit", "--resume", *common, "--out", str(tmp_path / "r"))
     assert r.returncode == 0 and "2 cpu devices" in r.stdout, r.stderr
+    # review: a resume showed `model: FittedModel(model='lda', ...)`, a new fit `model: LDA(...)`
+    assert "model: LDA(num_topics=2, " in r.stdout and "resumed after 2 sweeps of seed 0" in r.stdout
     r = _run("fit", "--num-topics", "2", "--devices", "2", "--sweeps", "4", *common[2:],
              "--out", str(tmp_path / "s"))
     assert r.returncode == 0, r.stderr
@@ -510,3 +512,23 @@ def test_help_and_argument_errors_answer_without_jax():
         assert cls.options is MODEL_OPTIONS[name]
         keywords = inspect.signature(cls.__init__).parameters
         assert all(o.arg in keywords for o in SHARED_OPTIONS + cls.options), name
+
+
+def test_topics_file_lists_no_words_for_empty_clusters(tmp_path):
+    """Review: topics.txt and coherence.csv gave every empty DMM cluster the same top words (the
+    prior's alone, in word-id order); now such a line holds the id and no words, as `summary()`
+    leaves empty clusters out and their coherence is blank."""
+    src = _docs(tmp_path)
+    r = _run("fit", "--model", "dmm", "--num-clusters", "6", "--sweeps", "10", "--input", str(src),
+             "--out", str(tmp_path / "o"), "--no-progress", "--devices", "1", "--coherence", "u_mass")
+    assert r.returncode == 0, r.stderr
+    model = jt.load(tmp_path / "o" / "model.jtm")
+    sizes = model.cluster_sizes
+    assert (sizes == 0).any() and (sizes > 0).any()
+    lines = (tmp_path / "o" / "topics.txt").read_text(encoding="utf-8").splitlines()
+    assert [int(line.split("\t")[0]) for line in lines] == list(range(6))
+    for k, line in enumerate(lines):
+        words = line.split("\t")[1].split()
+        assert (len(words) == 0) == (sizes[k] == 0), (k, line)
+    rows = (tmp_path / "o" / "coherence.csv").read_text(encoding="utf-8").splitlines()[1:]
+    assert [row.endswith(",,") for row in rows] == [s == 0 for s in sizes]
