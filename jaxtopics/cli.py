@@ -652,6 +652,10 @@ def _run(args: argparse.Namespace) -> int:
                                      f"not start ({str(e).splitlines()[0] if str(e) else e!r})") from None
             # before the first collective: processes started with different options would
             # wait for each other forever or abort inside one
+            # --resume first: a resumed chain's parameters come from its file, a new one's from
+            # the options, so with --resume on some processes only every parameter would differ
+            distributed.require_same_settings({"--resume": getattr(args, "resume", False)},
+                                              where=" on the command line")
             settings = distributed.on_every_process(lambda: _same_settings(args),
                                                     "resolve their options")
             distributed.require_same_settings(settings, where=" on the command line")
@@ -691,19 +695,38 @@ def _run(args: argparse.Namespace) -> int:
         # Settings that cannot fit are refused before they are allocated (jaxtopics.memory);
         # this is the last resort where that estimate was short of what a run needed.
         errors = sys.modules.get("jax.errors")      # loaded by whatever ran out of memory
+        runtime = errors is not None and isinstance(e, errors.JaxRuntimeError)
+        if runtime and getattr(args, "coordinator", None) and not _out_of_memory(e):
+            # a collective failed: another process of the run stopped (killed, out of memory,
+            # its host gone); main() then exits at once, not in jax.distributed's shutdown
+            # barrier waiting for that process until the heartbeat timeout
+            ckpt = Path(args.out) / "model.jtm" if getattr(args, "checkpoint_every", None) else None
+            saved = (f"; the last checkpoint is {ckpt} (continue with --resume)"
+                     if ckpt is not None and ckpt.is_file() else "")
+            print(f"jaxtopics: error: process {args.process_id}: a collective with the other "
+                  f"processes failed, one of them has stopped ({_first_line(e)}){saved}",
+                  file=sys.stderr)
+            return 2
         if isinstance(e, MemoryError):
             where = "the host ran out of memory"
-        elif (errors is not None and isinstance(e, errors.JaxRuntimeError)
-                and ("RESOURCE_EXHAUSTED" in str(e) or "Out of memory" in str(e))):
+        elif runtime and _out_of_memory(e):
             where = "the device ran out of memory"
         else:
             raise
-        print(f"jaxtopics: error: {where} ({(str(e) or type(e).__name__).splitlines()[0]}); the "
+        print(f"jaxtopics: error: {where} ({_first_line(e)}); the "
               "count tables grow with the number of topics (clusters, pseudo-documents) times the "
               "words and the documents: lower it or use a smaller vocabulary (files already in "
               "--out are complete: each is written whole or not at all)", file=sys.stderr)
         return 2
     return 1
+
+
+def _out_of_memory(e: BaseException) -> bool:
+    return "RESOURCE_EXHAUSTED" in str(e) or "Out of memory" in str(e)
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e) or type(e).__name__).splitlines()[0]
 
 
 if __name__ == "__main__":

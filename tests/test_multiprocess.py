@@ -241,6 +241,18 @@ def test_processes_started_with_different_options_stop_with_one_message(tmp_path
     assert not (tmp_path / "out").exists()
 
 
+def test_resume_on_some_processes_only_is_named_alone(tmp_path, reuters_dir):
+    """Review: --resume given to process 0 only was reported as different --alpha, --beta,
+    --num-topics, ... as well (a resumed chain takes them from its file, a new one from the
+    options): now --resume alone is named."""
+    small = tmp_path / "sixty.ldac"
+    small.write_text("".join((reuters_dir / "reuters.ldac").read_text().splitlines(True)[:60]))
+    outs = _fit(tmp_path / "out", reuters_dir, "--sweeps", "2", source=small, timeout=120,
+                status=2, each=(("--resume",), ("--num-topics", "3")))
+    for out in outs:
+        assert "were given different --resume on the command line (process(es) [1]" in out, out
+
+
 def test_fit_refuses_different_settings_on_the_processes(tmp_path):
     """The same check in the Python API: `fit` with a different num_sweeps on each process."""
     script = tmp_path / "fit.py"
@@ -341,3 +353,40 @@ def test_ctrl_c_while_waiting_for_the_others_ends_the_process(tmp_path):
         p.kill()
     assert p.returncode == 130, err
     assert "jaxtopics: interrupted" in err and "Traceback" not in err
+
+
+def test_a_process_killed_mid_fit_ends_the_others_with_one_line(tmp_path, reuters_dir):
+    """Review: with process 1 killed (SIGKILL) in the middle of the sweeps, process 0's next
+    collective failed at once, but it printed the JaxRuntimeError's traceback, then waited ~90 s
+    in jax.distributed's shutdown barrier and aborted (SIGABRT, a C++ stack dump). Now it ends
+    promptly with one line naming its last checkpoint, status 2."""
+    import signal
+    import time
+
+    small = tmp_path / "sixty.ldac"
+    small.write_text("".join((reuters_dir / "reuters.ldac").read_text().splitlines(True)[:60]))
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "jaxtopics.cli", "fit", "--input", str(small), "--vocab",
+           str(reuters_dir / "reuters.tokens"), "--out", str(out), "--no-progress",
+           "--num-topics", "3", "--sweeps", "1000000", "--checkpoint-every", "20",
+           "--coordinator", f"localhost:{_free_port()}", "--num-processes", "2", "--devices", "1"]
+    procs = [subprocess.Popen(cmd + ["--process-id", str(i)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=_child_env()) for i in range(2)]
+    try:
+        deadline = time.monotonic() + 300
+        while not (out / "model.jtm").exists():           # the sweeps have begun
+            assert time.monotonic() < deadline and procs[0].poll() is None, procs[0].communicate()
+            time.sleep(0.2)
+        procs[1].send_signal(signal.SIGKILL)
+        started = time.monotonic()
+        stdout, stderr = procs[0].communicate(timeout=60)     # the heartbeat timeout is 100 s
+        waited = time.monotonic() - started
+    finally:
+        for p in procs:
+            p.kill()
+    assert procs[0].returncode == 2, stderr[-3000:]
+    lines = [line for line in stderr.splitlines() if line.startswith("jaxtopics: error:")]
+    assert "Traceback" not in stderr and len(lines) == 1, stderr[-3000:]
+    assert "process 0: a collective with the other processes failed" in lines[0]
+    assert f"the last checkpoint is {out / 'model.jtm'} (continue with --resume)" in lines[0]
+    assert waited < 60 and jt.load(out / "model.jtm").sweeps_done % 20 == 0
