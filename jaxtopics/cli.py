@@ -703,8 +703,8 @@ def _run(args: argparse.Namespace) -> int:
             ckpt = Path(args.out) / "model.jtm" if getattr(args, "checkpoint_every", None) else None
             saved = (f"; the last checkpoint is {ckpt} (continue with --resume)"
                      if ckpt is not None and ckpt.is_file() else "")
-            print(f"jaxtopics: error: process {args.process_id}: a collective with the other "
-                  f"processes failed, one of them has stopped ({_first_line(e)}){saved}",
+            print(f"jaxtopics: error: process {args.process_id}: the sweeps failed "
+                  f"({_first_line(e)}): another process of the run may have stopped{saved}",
                   file=sys.stderr)
             return 2
         if isinstance(e, MemoryError):
