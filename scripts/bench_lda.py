@@ -117,6 +117,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                     help="default: lda.Params default")
     ap.add_argument("--mh-steps", type=int, default=None,
                     help="default: lda.Params default (0 = exact draws)")
+    ap.add_argument("--init", choices=("random", "incremental"), default=None,
+                    help="jaxtopics' initial topics (default: lda.Params default; sharded "
+                         "engines support random only)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--skip-tomotopy", action="store_true", help="do not run tomotopy")
     ap.add_argument("--skip-scaling", action="store_true", help="do not run the scaling check")
@@ -182,7 +185,7 @@ def run_jaxtopics(engine: str, k: int, corpus, args) -> dict:
     from jaxtopics.models import lda
 
     overrides = dict(num_blocks=args.num_blocks, mh_steps=args.mh_steps,
-                     sync_every=args.sync_every, exchange=args.exchange)
+                     sync_every=args.sync_every, exchange=args.exchange, init=args.init)
     settings = {k: v for k, v in overrides.items() if v is not None}
     settings.update(JAX_ENGINES[engine])
     p = lda.Params(num_topics=k, alpha=args.alpha, beta=args.beta, **settings)
@@ -407,7 +410,8 @@ def main() -> None:
           f"(K_true={args.true_topics}, built in {gen_s:.1f} s); alpha={args.alpha} "
           f"beta={args.beta}; {args.sweeps} warm-up + {args.sweeps} timed sweeps; "
           f"parallel: " + " ".join(f"{f}={_setting(args, f)}" for f in
-                                    ("num_blocks", "mh_steps", "sync_every", "exchange")), flush=True)
+                                    ("num_blocks", "mh_steps", "sync_every", "exchange", "init")),
+          flush=True)
 
     results: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="bench_lda_") as tmp:
