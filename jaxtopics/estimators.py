@@ -394,14 +394,8 @@ class FittedModel:
         key = seed_key(seed)
         corpus, info = _map_new_documents(self, docs)
         self.last_transform = info
-        if info.dropped_tokens:
-            warnings.warn(
-                f"transform: {info.dropped_tokens} of {info.dropped_tokens + info.num_tokens} "
-                f"tokens ({len(info.unknown_words)} distinct words, e.g. "
-                f"{', '.join(map(repr, info.unknown_words[:5]))}) are not in the model's "
-                f"vocabulary and were dropped; {len(info.empty_docs)} of {info.num_docs} "
-                f"documents have no known word left (their theta is the prior mean)",
-                UnknownWordsWarning, stacklevel=3)  # past in_32_bits
+        _warn_unknown_words(info, "transform", f"{len(info.empty_docs)} of {info.num_docs} "
+                            "documents have no known word left (their theta is the prior mean)")
         data = self._module.prepare(corpus, self.params)
         theta = self._module.fold_in(key, self._state, data, self.params, num_sweeps)
         return np.asarray(theta)[:info.num_docs]
@@ -422,6 +416,8 @@ class FittedModel:
         self.last_transform = info
         if info.num_tokens == 0:
             raise CorpusError("perplexity: no token of the corpus is in the model's vocabulary")
+        _warn_unknown_words(info, "perplexity", f"the perplexity is of the other "
+                            f"{info.num_tokens} tokens")
         data = self._module.prepare(mapped, self.params)
         ll = fn(key, self._state, data, self.params, num_sweeps)
         return float(np.exp(-float(ll) / info.num_tokens))
@@ -905,6 +901,17 @@ def _tokenise_new_texts(model: FittedModel, docs: Any) -> tuple[list[str], np.nd
                 sentences.append(len(tokens))
         offsets.append(len(tokens))
     return tokens, np.asarray(offsets, np.int64), np.asarray(sentences) if by_sentence else None
+
+
+def _warn_unknown_words(info: "TransformInfo", what: str, consequence: str) -> None:
+    """The UnknownWordsWarning of a read-out of new documents that dropped unknown words."""
+    if info.dropped_tokens:
+        warnings.warn(
+            f"{what}: {info.dropped_tokens} of {info.dropped_tokens + info.num_tokens} tokens "
+            f"({len(info.unknown_words)} distinct words, e.g. "
+            f"{', '.join(map(repr, info.unknown_words[:5]))}) are not in the model's vocabulary "
+            f"and were dropped; {consequence}",
+            UnknownWordsWarning, stacklevel=4)  # the caller of transform/perplexity, past in_32_bits
 
 
 def _empty_topics(model: FittedModel) -> np.ndarray:

@@ -322,6 +322,13 @@ def test_warnings_point_at_the_callers_line_and_builtin_tokenizers_are_named():
     with pytest.warns(jt.UnknownWordsWarning) as caught:
         m.transform(["zebra apple"])
     assert caught[0].filename == __file__
+    # a later review: DP-MRM's perplexity dropped unknown words without a word (transform warned)
+    labelled = jt.Corpus.from_texts(texts, labels=[["a"], ["b"], ["a", "b"]])
+    r = jt.DPMRM(topic_capacity=4).fit(labelled, num_sweeps=1, progress=False)
+    held_out = jt.Corpus.from_texts(["zebra apple cherry"], labels=[["a"]], label_names=("a", "b"))
+    with pytest.warns(jt.UnknownWordsWarning, match="perplexity: 1 of 3 tokens") as caught:
+        r.perplexity(held_out, num_sweeps=2)
+    assert caught[0].filename == __file__ and "the other 2 tokens" in str(caught[0].message)
     c = jt.Corpus.from_texts(["apple banana", "cherry date"], tokenizer=str.split)
     assert c.text_options.to_json()["tokenizer"] == "custom:builtins.str.split"
 

@@ -26,6 +26,7 @@ that a token gathers one contiguous row) and ``topic`` [K] (n_k).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -906,12 +907,21 @@ def fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps
     Blocked Gibbs on the new documents' topics with p(z_i = k) ∝ (n_dk^-i + alpha) phi_kw; theta
     is averaged over the second half of the sweeps (the first half is burn-in).
     """
-    n, d, v = _sizes(new_data)
-    k = params.num_topics
     num_sweeps = check_positive_int(num_sweeps, "fold_in: num_sweeps")
     valid = _valid(new_data)
-    if n > 0 and int(jnp.max(jnp.where(valid, new_data.word, 0))) >= state.word_topic.shape[0]:
+    largest = int(jnp.max(jnp.where(valid, new_data.word, 0))) if _sizes(new_data)[0] > 0 else -1
+    if largest >= state.word_topic.shape[0]:
         raise ParameterError("fold_in: new documents use word ids outside the fitted vocabulary")
+    return _fold_in_sweeps(key, state, new_data, params, num_sweeps)
+
+
+@partial(jax.jit, static_argnums=(3, 4))
+def _fold_in_sweeps(key: Array, state: State, new_data: Data, params: Params,
+                    num_sweeps: int) -> Array:
+    """`fold_in`'s sweeps, one compiled program per shape (a transform in a loop compiles once)."""
+    n, d, v = _sizes(new_data)
+    k = params.num_topics
+    valid = _valid(new_data)
     phi_vk = estimate(state, params)["phi"].T                               # [V, K]
     z0 = jax.random.randint(jax.random.fold_in(key, 0), (n,), 0, k)
     doc, _, counted = _token_arrays(new_data)

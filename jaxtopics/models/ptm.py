@@ -36,6 +36,7 @@ pays D x L int32 there.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -502,6 +503,8 @@ def assignments(state: State) -> Array:
     return state.z[:-1]
 
 
+@partial(jax.jit, static_argnums=(3, 4))    # one compiled program per shape: a transform in
+                                             # a loop compiles once
 def fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps: int = 50) -> Array:
     """theta [D_new, K] for unseen documents, the fitted counts held fixed.
 

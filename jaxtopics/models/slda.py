@@ -33,6 +33,7 @@ Counts are int32 tables: ``doc_topic`` [D, K] (sentences), ``word_topic`` [V, K]
 
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -466,6 +467,8 @@ def assignments(state: State) -> Array:
     return state.z[state.token_sentence]
 
 
+@partial(jax.jit, static_argnums=(3, 4))    # one compiled program per shape: a transform in
+                                             # a loop compiles once
 def fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps: int = 50) -> Array:
     """theta [D_new, K] for unseen documents (with sentences), topics held fixed at the fitted phi.
 
