@@ -316,7 +316,7 @@ def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) 
     from .distributed import on_every_process
     est = on_every_process(local_setup, "load the model or make --out")   # none left waiting
     model = est
-    from .estimators import MODELS, resolve_devices
+    from .estimators import MODELS, params_repr, resolve_devices
     shown = getattr(est, "shards", None) if devices is None else devices   # resume: saved layout
     shards = resolve_devices(MODELS[args.model].module, est.params, corpus, shown)
     where = f"{shards} {jax.default_backend()} devices" if shards else jax.default_backend()
@@ -324,8 +324,7 @@ def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) 
         where += f" over {jax.process_count()} processes"
     shown_as = repr(est)
     if resuming:             # the estimator's settings, as a new fit shows them, and the chain's point
-        settings = ", ".join(f"{k}={v!r}" for k, v in est.params._asdict().items())
-        shown_as = (f"{MODELS[args.model].__name__}({settings}), resumed after "
+        shown_as = (f"{MODELS[args.model].__name__}({params_repr(est.params)}), resumed after "
                     f"{est.sweeps_done} sweeps of seed {est.seed}")
     print(f"model: {shown_as}  (jax {jax.__version__}, {where})")
     ckpt = out / "model.jtm" if out is not None and args.checkpoint_every else None
@@ -679,10 +678,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"jaxtopics: error: {_named_by_flags(str(e))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        ckpt = Path(args.out) / "model.jtm" if getattr(args, "checkpoint_every", None) else None
-        saved = (f"; the last checkpoint is {ckpt} (continue with --resume)"
-                 if ckpt is not None and ckpt.is_file() else "")
-        print(f"\njaxtopics: interrupted{saved}", file=sys.stderr)
+        print(f"\njaxtopics: interrupted{_checkpoint_hint(args)}", file=sys.stderr)
         return 130                              # 128 + SIGINT, as a shell reports it
     except BrokenPipeError:   # `jaxtopics show ... | head`: the reader left; exit quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # no error at exit flush
@@ -700,11 +696,9 @@ def _run(args: argparse.Namespace) -> int:
             # a collective failed: another process of the run stopped (killed, out of memory,
             # its host gone); main() then exits at once, not in jax.distributed's shutdown
             # barrier waiting for that process until the heartbeat timeout
-            ckpt = Path(args.out) / "model.jtm" if getattr(args, "checkpoint_every", None) else None
-            saved = (f"; the last checkpoint is {ckpt} (continue with --resume)"
-                     if ckpt is not None and ckpt.is_file() else "")
             print(f"jaxtopics: error: process {args.process_id}: the sweeps failed "
-                  f"({_first_line(e)}): another process of the run may have stopped{saved}",
+                  f"({_first_line(e)}): another process of the run may have stopped"
+                  f"{_checkpoint_hint(args)}",
                   file=sys.stderr)
             return 2
         if isinstance(e, MemoryError):
@@ -719,6 +713,14 @@ def _run(args: argparse.Namespace) -> int:
               "--out are complete: each is written whole or not at all)", file=sys.stderr)
         return 2
     return 1
+
+
+def _checkpoint_hint(args: argparse.Namespace) -> str:
+    """'; the last checkpoint is OUT/model.jtm (continue with --resume)' where a run that stopped
+    early left one, else ''."""
+    ckpt = Path(args.out) / "model.jtm" if getattr(args, "checkpoint_every", None) else None
+    return (f"; the last checkpoint is {ckpt} (continue with --resume)"
+            if ckpt is not None and ckpt.is_file() else "")
 
 
 def _out_of_memory(e: BaseException) -> bool:

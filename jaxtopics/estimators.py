@@ -263,9 +263,8 @@ class FittedModel:
 
     def __repr__(self) -> str:
         # the settings, not the read-outs: a repr must not compute phi (GBs for a large K)
-        args = ", ".join(f"{k}={v!r}" for k, v in self.params._asdict().items())
-        return (f"FittedModel(model={self.model!r}, {args}, sweeps_done={self.sweeps_done}, "
-                f"seed={self.seed})")
+        return (f"FittedModel(model={self.model!r}, {params_repr(self.params)}, "
+                f"sweeps_done={self.sweeps_done}, seed={self.seed})")
 
     # -- continuing and persisting -----------------------------------------------------------
 
@@ -620,8 +619,7 @@ class _Estimator:
                              devices=devices)
 
     def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.params._asdict().items())
-        return f"{type(self).__name__}({args})"
+        return f"{type(self).__name__}({params_repr(self.params)})"
 
     def _check_memory(self, init_key: jax.Array, data: Any) -> None:
         """Refuse (``memory.check_fits``) a state that cannot fit on the device with what it
@@ -901,6 +899,12 @@ def _tokenise_new_texts(model: FittedModel, docs: Any) -> tuple[list[str], np.nd
                 sentences.append(len(tokens))
         offsets.append(len(tokens))
     return tokens, np.asarray(offsets, np.int64), np.asarray(sentences) if by_sentence else None
+
+
+def params_repr(params: Any) -> str:
+    """A model's parameters as keyword arguments (``num_topics=20, alpha=0.1, ...``): what an
+    estimator's and a fitted model's repr show."""
+    return ", ".join(f"{k}={v!r}" for k, v in params._asdict().items())
 
 
 def _warn_unknown_words(info: "TransformInfo", what: str, consequence: str) -> None:
