@@ -220,6 +220,10 @@ def _check_args(args: argparse.Namespace) -> None:
         raise ParameterError(f"the demo corpus (docstrings) has no sentence boundaries, which "
                              f"--model {args.model} needs: use `jaxtopics fit` on a "
                              f"text file (e.g. ../shared/data/lee/lee_background.cor)")
+    if args.command == "demo" and getattr(cls, "needs_labels", False):
+        raise ParameterError(f"the demo corpus (docstrings) has no label sets, which --model "
+                             f"{args.model} needs: use `jaxtopics fit --model {args.model}` on a "
+                             f"text file of 'label1--label2<TAB>text' lines")
     if getattr(args, "resume", False):
         given = [o.flag for o in _all_options() if getattr(args, o.arg) is not None]
         if args.seed is not None:
@@ -319,7 +323,8 @@ def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) 
     from .estimators import MODELS, params_repr, resolve_devices
     shown = getattr(est, "shards", None) if devices is None else devices   # resume: saved layout
     shards = resolve_devices(MODELS[args.model].module, est.params, corpus, shown)
-    where = f"{shards} {jax.default_backend()} devices" if shards else jax.default_backend()
+    where = (f"{shards} {jax.default_backend()} device{'s' if shards > 1 else ''}" if shards
+             else jax.default_backend())
     if jax.process_count() > 1:
         where += f" over {jax.process_count()} processes"
     shown_as = repr(est)

@@ -15,6 +15,15 @@ probable first) and P(.) the share of *windows* of the reference corpus holding 
 - ``"c_v"`` (Röder et al. 2015): each word's NPMI vector against the topic's words,
   v_i = (NPMI(w_i, w_j))_j; mean over i of cos(v_i, sum_j v_j), sliding windows of 110 tokens.
 
+``eps`` (default 1e-12, gensim's and tomotopy's) smooths the joint probability of pairs that never
+co-occur; it must lie in (0, 1) (0 would give log 0), and every accepted eps gives finite scores.
+In NPMI (c_npmi, c_v) the smoothed P(w_i, w_j) + eps is capped at min(P(w_i), P(w_j)), which no
+joint probability exceeds, so NPMI stays in [-1, 1]: 1 for complete co-occurrence,
+-1 + (-log P(w_i) - log P(w_j)) / -log eps for pairs that never co-occur (-1 in the limit
+eps -> 0). With the default eps the cap moves NPMI by ~eps / P (gensim's NPMI of a word with
+itself is 1 + ~1e-10). Keep eps well below 1 / (number of windows), the smallest non-zero
+probability: a larger one outweighs real co-occurrences.
+
 A sliding window of s tokens moves one token at a time over each document: a document of L
 tokens gives max(1, L - s + 1) windows (a shorter one is a single window), and P(.) counts the
 windows that hold the word(s). Positions are the corpus's tokens (words removed when the corpus
@@ -31,6 +40,7 @@ the whole (a multi-process fit sums each process's counts).
 
 from __future__ import annotations
 
+import numbers
 from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
 import numpy as np
@@ -78,13 +88,18 @@ def check_measure(measure: Any, window_size: Any = "default") -> tuple[str, int 
 
 
 def check_eps(eps: Any) -> float:
-    """`eps` as a float: finite and >= 0."""
-    try:
-        value = float(eps)
-    except (TypeError, ValueError):
-        raise ParameterError(f"eps must be a number >= 0, got {eps!r}") from None
-    if not (np.isfinite(value) and value >= 0):
-        raise ParameterError(f"eps must be a finite number >= 0, got {eps!r}")
+    """`eps` as a float in (0, 1): the smoothing added to a joint probability.
+
+    0 is refused (a pair that never co-occurs would give log 0 = -inf in every measure), and so
+    is 1 or more (more than any probability: -log(P + eps) <= 0 would flip NPMI's sign); bools
+    and strings are not numbers here."""
+    if isinstance(eps, (bool, np.bool_)) or not isinstance(eps, numbers.Real):
+        raise ParameterError(f"eps must be a number in (0, 1), got {eps!r}")
+    value = float(eps)
+    if not 0.0 < value < 1.0:            # NaN fails too
+        raise ParameterError(
+            f"eps must be a number in (0, 1), got {eps!r}: it smooths the joint probability of "
+            f"pairs that never co-occur (0 would give log 0), default {EPS:g}")
     return value
 
 
@@ -158,8 +173,9 @@ def _union_size(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarra
 
 
 def coherence_scores(counts: WindowCounts, measure: str, eps: float = EPS) -> np.ndarray:
-    """float64 [T]: each topic's coherence from its window counts (module docstring). Every word
-    must occur in some window (u_mass divides by P(w_j), the others by P(w_i) P(w_j))."""
+    """float64 [T]: each topic's coherence from its window counts (module docstring), finite for
+    every `eps` in (0, 1). Every word must occur in some window (u_mass divides by P(w_j), the
+    others by P(w_i) P(w_j)); CorpusError otherwise."""
     measure, _ = check_measure(measure)
     eps = check_eps(eps)
     n = counts.word.shape[1]
@@ -168,22 +184,33 @@ def coherence_scores(counts: WindowCounts, measure: str, eps: float = EPS) -> np
     joint = counts.pair / total                                          # [T, n, n]
     if n < 2:
         raise ParameterError("coherence needs at least 2 top words per topic (it scores pairs)")
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if measure == "u_mass":
-            i, j = np.tril_indices(n, -1)                                # i > j: w_j ranks higher
-            return np.log((joint[:, i, j] + eps) / p[:, j]).mean(1)
-        pmi = np.log((joint + eps) / (p[:, :, None] * p[:, None, :]))
-        # NPMI is 1 where both words hold every window (complete co-occurrence); eps would
-        # otherwise give PMI / -log(1 + eps) = -1 there
-        npmi = np.where(joint >= 1.0, 1.0, pmi / -np.log(joint + eps))
-        off = ~np.eye(n, dtype=bool)
-        if measure == "c_uci":
-            return pmi[:, off].mean(1)
-        if measure == "c_npmi":
-            return npmi[:, off].mean(1)
-        topic = npmi.sum(1, keepdims=True)                               # [T, 1, n]: sum_j v_j
-        cos = (npmi * topic).sum(2) / (np.linalg.norm(npmi, axis=2) * np.linalg.norm(topic, axis=2))
-        return cos.mean(1)
+    if np.any(counts.word <= 0):
+        raise CorpusError("coherence: a top word occurs in no window of the reference corpus "
+                          "(the measures divide by its probability)")
+    marginals = p[:, :, None] * p[:, None, :]
+    # u_mass and c_uci: gensim's formulas, finite for any eps > 0
+    if measure == "u_mass":
+        i, j = np.tril_indices(n, -1)                                    # i > j: w_j ranks higher
+        return np.log((joint[:, i, j] + eps) / p[:, j]).mean(1)
+    off = ~np.eye(n, dtype=bool)
+    if measure == "c_uci":
+        return np.log((joint + eps) / marginals)[:, off].mean(1)
+    # NPMI: the smoothed joint probability capped at min(P(w_i), P(w_j)), which no joint
+    # probability exceeds, so 0 < smoothed <= 1 and NPMI stays in [-1, 1] (for the default eps
+    # the cap moves NPMI by ~eps / P, where one word never occurs without the other)
+    smoothed = np.minimum(joint + eps, np.minimum(p[:, :, None], p[:, None, :]))
+    pmi = np.log(smoothed / marginals)
+    # NPMI is 1 where both words hold every window (complete co-occurrence: 0 / 0 by the formula)
+    whole = smoothed >= 1.0
+    npmi = np.clip(np.where(whole, 1.0, pmi / -np.log(np.where(whole, 0.5, smoothed))), -1.0, 1.0)
+    if measure == "c_npmi":
+        return npmi[:, off].mean(1)
+    topic = npmi.sum(1, keepdims=True)                                   # [T, 1, n]: sum_j v_j
+    norms = np.linalg.norm(npmi, axis=2) * np.linalg.norm(topic, axis=2)
+    # v_i holds NPMI(w_i, w_i) = 1, so only a topic vector of 0 (no direction) has norm 0:
+    # cosine 0 there rather than 0 / 0
+    cos = np.where(norms > 0, (npmi * topic).sum(2) / np.where(norms > 0, norms, 1.0), 0.0)
+    return cos.mean(1)
 
 
 def topic_coherence(topics: Iterable[Iterable[str]], corpus: Corpus, measure: str = "c_v", *,
@@ -194,17 +221,23 @@ def topic_coherence(topics: Iterable[Iterable[str]], corpus: Corpus, measure: st
     `window_size`: the sliding window in tokens ("default": the measure's own, 10 for c_uci and
     c_npmi, 110 for c_v; None: each document is one window, u_mass's default). Words are matched
     to the corpus by their string. A word that occurs in none of the corpus's windows is refused
-    (the measures divide by its probability), naming it and its topic.
+    (the measures divide by its probability), naming it and its topic. `eps` in (0, 1) smooths
+    pairs that never co-occur (module docstring: NPMI stays in [-1, 1], scores finite).
     """
     return words_coherence(topics, corpus, measure, window_size=window_size, eps=eps)
 
 
 def words_coherence(topics: Iterable[Iterable[str]], corpus: Corpus, measure: str, *,
                     window_size: int | None | str, eps: float,
-                    total: Callable[[WindowCounts], WindowCounts] = lambda counts: counts
-                    ) -> np.ndarray:
+                    total: Callable[[WindowCounts], WindowCounts] = lambda counts: counts,
+                    sizes: Any = None, names: Sequence[Any] | None = None,
+                    hint: str = "(e.g. the training corpus)") -> np.ndarray:
     """:func:`topic_coherence`, with `total` mapping this corpus's window counts to those of the
-    whole reference corpus (a multi-process fit: the sum over the processes' documents)."""
+    whole reference corpus (a multi-process fit: the sum over the processes' documents).
+
+    `sizes` [T] (ints >= 2): score only each topic's first sizes[k] words (the rest are counted,
+    never required or scored). `names`: each topic's name in an error (default its position);
+    `hint`: where to find a corpus that holds the words, in that error."""
     measure, window = check_measure(measure, window_size)
     eps = check_eps(eps)
     if not isinstance(corpus, Corpus):
@@ -219,10 +252,10 @@ def words_coherence(topics: Iterable[Iterable[str]], corpus: Corpus, measure: st
     topics = [list(t) for t in topics]
     if not topics:
         return np.zeros(0)
-    sizes = {len(t) for t in topics}
-    if len(sizes) > 1:
-        raise ParameterError(f"every topic needs the same number of top words, got {sorted(sizes)}")
-    if min(sizes) < 2:
+    lengths = {len(t) for t in topics}
+    if len(lengths) > 1:
+        raise ParameterError(f"every topic needs the same number of top words, got {sorted(lengths)}")
+    if min(lengths) < 2:
         raise ParameterError("coherence needs at least 2 top words per topic (it scores pairs)")
     for k, t in enumerate(topics):
         bad = [w for w in t if not isinstance(w, str)]
@@ -231,16 +264,29 @@ def words_coherence(topics: Iterable[Iterable[str]], corpus: Corpus, measure: st
     index = {w: i for i, w in enumerate(corpus.vocab)}
     ids = np.array([[index.get(w, -1) for w in t] for t in topics], np.int64)
     counts = total(window_counts(ids, corpus, window))
-    require_occurring(counts, topics, "the reference corpus")
-    return coherence_scores(counts, measure, eps)
+    names = list(range(len(topics))) if names is None else list(names)
+    sizes = np.full(len(topics), ids.shape[1]) if sizes is None else np.asarray(sizes, np.int64)
+    used = np.arange(ids.shape[1])[None, :] < sizes[:, None]
+    require_occurring(counts, topics, "the reference corpus", names=names, hint=hint, used=used)
+    out = np.empty(len(topics))
+    for size in np.unique(sizes).tolist():          # topics scored on the same number of words
+        rows = np.flatnonzero(sizes == size)
+        out[rows] = coherence_scores(WindowCounts(counts.windows, counts.word[rows, :size],
+                                                  counts.pair[rows, :size, :size]), measure, eps)
+    return out
 
 
-def require_occurring(counts: WindowCounts, topics: Sequence[Sequence[str]], where: str) -> None:
-    """Refuse top words that occur in no window of the reference corpus, naming them."""
-    missing = np.argwhere(counts.word == 0)
+def require_occurring(counts: WindowCounts, topics: Sequence[Sequence[str]], where: str, *,
+                      names: Sequence[Any] | None = None, hint: str = "(e.g. the training corpus)",
+                      used: np.ndarray | None = None) -> None:
+    """Refuse top words that occur in no window of the reference corpus, naming them and their
+    topics (`names`, default their positions); `used` [T, n] bool: the words to check."""
+    absent = counts.word == 0
+    missing = np.argwhere(absent if used is None else absent & used)
     if missing.size:
-        named = ", ".join(f"{topics[k][i]!r} (topic {k})" for k, i in missing[:5].tolist())
+        names = list(range(len(topics))) if names is None else names
+        named = ", ".join(f"{topics[k][i]!r} (topic {names[k]})" for k, i in missing[:5].tolist())
         more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
         raise CorpusError(f"coherence: {len(missing)} top word(s) never occur in {where}: "
                           f"{named}{more}; score the topics on a corpus that holds their words "
-                          f"(e.g. the training corpus)")
+                          f"{hint}".rstrip())

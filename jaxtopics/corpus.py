@@ -398,6 +398,51 @@ def _encode_labels(labels: Sequence[Any]) -> list[int]:
     return [ids.setdefault(v, len(ids)) for v in labels]
 
 
+def _gold_labels(labels: Any) -> np.ndarray:
+    """One gold label per document -> int64 [D], the same way for every constructor: integer
+    labels are kept; labels that are not all integers (strings, or strings and ints mixed, as
+    JSON lines may hold them) get ids in first-seen order, as ``from_jsonl`` gives them (the
+    string "1" and the int 1 are different labels there). None, bools, non-integral floats and
+    other objects are refused, naming the document."""
+    if isinstance(labels, np.ndarray) and labels.ndim != 1:
+        raise CorpusError(
+            f"labels must be 1-D, one label per document, got shape {np.shape(labels)}; for "
+            f"label sets (several labels per document, as DP-MRM takes) pass a list of label "
+            f"lists, e.g. labels=[['sport', 'news'], ['news']] (array.tolist() when the rows "
+            f"are label sets, not 0/1 indicators)")
+    if isinstance(labels, np.ndarray) and labels.dtype.kind in "biuf":
+        return _int_array(labels, np.int64, "labels")
+    if not isinstance(labels, (list, tuple, np.ndarray)):
+        return _int_array(labels, np.int64, "labels")          # other array-likes
+    items = labels.tolist() if isinstance(labels, np.ndarray) else list(labels)
+    for d, v in enumerate(items):
+        if not (isinstance(v, str) or _as_int_value(v) is not None):
+            raise CorpusError(f"labels[{d}] = {v!r}: the label of document {d} must be an "
+                              f"integer or a string (every document needs one)")
+    if not any(isinstance(v, str) for v in items):
+        return _int_array(items, np.int64, "labels")           # ints kept (range checked)
+    return _frozen(np.asarray(_encode_labels(items), np.int64))
+
+
+def _nfc_vocab(vocab: tuple[str, ...]) -> tuple[str, ...]:
+    """The vocabulary NFC-normalised (as ``from_texts`` normalises texts), so a word matches
+    however its characters were composed; two entries that become the same word are refused,
+    naming both (their code points differ where they look alike)."""
+    if all(w.isascii() or unicodedata.is_normalized("NFC", w) for w in vocab):
+        return vocab
+    out = tuple(unicodedata.normalize("NFC", w) for w in vocab)
+    seen: dict[str, int] = {}
+    for i, w in enumerate(out):
+        j = seen.setdefault(w, i)
+        if j != i and vocab[j] != vocab[i]:         # exact repeats: the duplicate check's
+            raise CorpusError(
+                f"vocab words {j} ({ascii(vocab[j])}) and {i} ({ascii(vocab[i])}) are the same "
+                f"word {w!r} once NFC-normalised (a corpus normalises its words, as from_texts "
+                f"does its texts): give each word once, e.g. normalise the texts the vocabulary "
+                f"was built from")
+    return out
+
+
 def _is_label_sets(labels: Any) -> bool:
     """True when ``labels`` holds one label *set* per document (multi-label: a list whose
     entries are lists / tuples / sets of labels) rather than one int label per document."""
@@ -479,11 +524,14 @@ class Corpus:
     Attributes:
         word_ids: int32 [N], the tokens of all documents concatenated (read-only).
         doc_offsets: int64 [D+1]; document d is ``word_ids[doc_offsets[d]:doc_offsets[d+1]]``.
-        vocab: the words, ``len(vocab) = V > max(word_ids)``.
+        vocab: the words, ``len(vocab) = V > max(word_ids)``, NFC-normalised by every
+            constructor (as ``from_texts`` normalises texts; two entries that normalise to the
+            same word are refused, naming both).
         sentence_offsets: int64 [S+1] token offsets where sentences start, then N; every
             non-empty document starts a sentence; sentences are non-empty. None if unknown.
-        labels: int64 [D] gold label / cluster per document, or None (given as strings, the
-            labels get ids in first-seen order, as ``from_jsonl`` gives them).
+        labels: int64 [D] gold label / cluster per document, or None (given as anything but
+            integers only, e.g. strings or strings and ints mixed, the labels get ids in
+            first-seen order, as ``from_jsonl`` gives them).
         doc_names: a title / id per document, or None.
         text_options: how raw texts were turned into tokens (:class:`TextOptions`, set by
             :meth:`from_texts` and the readers built on it), or None.
@@ -512,7 +560,7 @@ class Corpus:
         put = object.__setattr__
         put(self, "labels", as_sequence(self.labels))    # a generator, as texts may be
         self._route_label_sets()
-        vocab = _str_tuple(self.vocab, "vocab")
+        vocab = _nfc_vocab(_str_tuple(self.vocab, "vocab"))
         put(self, "vocab", vocab)
         offsets = _int_array(self.doc_offsets, np.int64, "doc_offsets")
         put(self, "doc_offsets", offsets)
@@ -578,11 +626,7 @@ class Corpus:
 
         d_count = offsets.shape[0] - 1
         if self.labels is not None:
-            lab = self.labels
-            if isinstance(lab, (list, tuple, np.ndarray)) and len(lab) \
-                    and all(isinstance(v, (str, np.str_)) for v in lab):
-                lab = _encode_labels(list(lab))  # label names: ids in first-seen order
-            lab = _int_array(lab, np.int64, "labels")
+            lab = _gold_labels(self.labels)      # label names: ids in first-seen order
             put(self, "labels", lab)
             if lab.shape[0] != d_count:
                 raise CorpusError(f"labels has {lab.shape[0]} entries for {d_count} documents")
@@ -954,7 +998,9 @@ class Corpus:
         """Build from documents given as lists of string tokens.
 
         With ``sentences=True`` each document is a list of sentences, each a list of tokens.
-        Without ``vocab`` the vocabulary is built in first-seen order. With ``vocab``, a token
+        Tokens and ``vocab`` are NFC-normalised (as ``from_texts`` normalises texts), so a
+        decomposed "école" is the composed word. Without ``vocab`` the vocabulary is built in
+        first-seen order. With ``vocab``, a token
         outside it raises CorpusError (``unknown="error"``) or is dropped (``unknown="drop"``).
         ``labels``: one int per document, or one label set (list of labels) per document;
         ``label_names`` fixes the label ids of label sets (e.g. those of a training corpus).
@@ -971,7 +1017,10 @@ class Corpus:
             word_to_id = {w: i for i, w in enumerate(vocab_t)}
             if len(word_to_id) != len(vocab_t):
                 cls._raise_duplicate(vocab_t)
+            vocab_t = _nfc_vocab(vocab_t)        # NFC, as the tokens below
+            word_to_id = {w: i for i, w in enumerate(vocab_t)}
             grow = False
+        nfc = unicodedata.normalize
 
         ids: list[int] = []
         doc_offsets = [0]
@@ -996,6 +1045,9 @@ class Corpus:
                     raise CorpusError(f"{where}, position {p}: token {tok!r} is empty or holds a "
                                       "line break (a vocabulary has one word per line)")
                 i = word_to_id.get(tok)
+                if i is None and not tok.isascii():   # NFC, as from_texts and transform do
+                    tok = nfc("NFC", tok)
+                    i = word_to_id.get(tok)
                 if i is None:
                     if grow:
                         i = word_to_id[tok] = len(word_to_id)

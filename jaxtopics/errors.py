@@ -7,6 +7,8 @@ can catch all input problems at once or a specific kind.
 from __future__ import annotations
 
 import os
+import sys
+import warnings
 
 __all__ = [
     "ShardLayoutWarning",
@@ -16,6 +18,7 @@ __all__ = [
     "FormatError",
     "ParameterError",
     "UnknownWordsWarning",
+    "LabelWarning",
 ]
 
 
@@ -73,6 +76,21 @@ class UnknownWordsWarning(UserWarning):
     """New documents hold words a fitted model does not know; their tokens were dropped."""
 
 
+class LabelWarning(UserWarning):
+    """A label of a labelled model (DP-MRM) can own no topic (its documents have no tokens), so
+    documents with only such labels get uniform topic proportions."""
+
+
 class ShardLayoutWarning(UserWarning):
     """A chain continues on a different number of devices than it ran on: from then on it is a
     different chain than an uninterrupted run (``FittedModel.resume``)."""
+
+
+def warn_caller(message: str, category: type[Warning]) -> None:
+    """``warnings.warn`` attributed to the first frame outside this package (the user's call),
+    however deep inside jaxtopics the warning is raised."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(1), 2         # stacklevel 2: warn_caller's caller
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)

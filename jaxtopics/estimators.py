@@ -125,6 +125,12 @@ class FittedModel:
         self.__dict__["_state_value"] = value
         self.__dict__["_pending"] = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        """For pickle and copy: the live chain state (a pending sharded one gathered; the
+        buffers a run donated are gone) without the read-out cache, which is rebuilt."""
+        self._state                                   # noqa: B018 (gathers a pending state)
+        return {k: v for k, v in self.__dict__.items() if k != "_estimate_cache"}
+
     @property
     def num_topics(self) -> int:
         """K: rows of ``topic_word`` (for nonparametric models, the active topics / clusters)."""
@@ -186,7 +192,9 @@ class FittedModel:
 
     def top_words(self, n: int = 10, topic: int | None = None
                   ) -> list[list[tuple[str, float]]] | list[tuple[str, float]]:
-        """The n most probable words of each topic as (word, p) pairs (or of one `topic`)."""
+        """The n most probable words of each topic as (word, p) pairs (or of one `topic`), in
+        ``top_word_ids``'s order: a topic's words with counts first; where it holds fewer than n
+        distinct words the rest are filled in at the prior's p."""
         n = check_positive_int(n, "n (the number of top words)", high=None)
         if topic is not None:
             topic = check_int(topic, "topic", high=None)
@@ -202,17 +210,60 @@ class FittedModel:
         """The n most probable words' ids of each topic (or of `topics`), [topics, min(n, V)],
         by decreasing phi, ties by lower id (as ``top_words``); sorted a few thousand topics at
         a time, with no Python object per word: the way to read the top words of 10^6 topics.
-        `topics`: topic ids (a 1-D sequence of ints) or a boolean mask over the topics."""
+        `topics`: topic ids (a 1-D sequence of ints) or a boolean mask over the topics.
+
+        The words a topic holds tokens of (count > 0) come first; the others all have the
+        prior's phi, and fill in a topic that holds fewer than n distinct words: words some
+        topic holds before words no training token is (a vocabulary built on more documents
+        than the model saw), each by lower id."""
         n = check_positive_int(n, "n (the number of top words)", high=None)
         phi = self.topic_word
         topics = np.arange(phi.shape[0]) if topics is None else _topic_ids(topics, phi.shape[0])
         bad = topics[(topics < 0) | (topics >= phi.shape[0])]
         if bad.size:
             raise ParameterError(f"topics out of range [0, {phi.shape[0]}): {bad.tolist()[:10]}")
+        floors_used = self._count_floors()
         rows = max(1, 2**22 // max(phi.shape[1], 1))
-        return np.concatenate(
-            [np.argsort(-phi[topics[i:i + rows]], axis=1, kind="stable")[:, :n]
-             for i in range(0, len(topics), rows)] or [np.zeros((0, min(n, phi.shape[1])), np.int64)])
+        out = []
+        for i in range(0, len(topics), rows):
+            block = phi[topics[i:i + rows]]
+            if floors_used is None:                  # phi alone: a model of another form
+                out.append(np.argsort(-block, axis=1, kind="stable")[:, :n])
+                continue
+            floors, used = floors_used
+            held = block > floors[topics[i:i + rows], None]
+            # last key first: held, then phi, then used in the model; ties by lower id (stable)
+            unused = np.broadcast_to(~used, block.shape)
+            out.append(np.lexsort((unused, -block, ~held), axis=1)[:, :n])
+        return np.concatenate(out or [np.zeros((0, min(n, phi.shape[1])), np.int64)])
+
+    def _count_floors(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(floor [K], used [V]): a word has tokens in topic k iff phi_kw > floor_k, and `used`
+        marks the words some topic holds; None where phi is not (n_kw + beta) / (n_k + V beta)
+        with one topic per token (every built-in model is), so counts cannot be read off it.
+
+        floor_k = (beta + 1/2) / (n_k + V beta), halfway between a count of 0 and of 1; n_k
+        from the assignments. One pass over phi (cheaper than the sort that follows it)."""
+        phi = self.topic_word
+        k, v = phi.shape
+        beta = getattr(self.params, "beta", None)
+        z = np.asarray(self.assignments)
+        result = None
+        if (isinstance(beta, numbers.Real) and not isinstance(beta, (bool, np.bool_))
+                and 0 < float(beta) < np.inf and z.shape == (self.num_tokens,)):
+            beta = float(beta)
+            z = z[(z >= 0) & (z < k)]
+            scale = np.bincount(z, minlength=k)[:k] + v * beta        # n_k + V beta
+            floors = (beta + 0.5) / scale
+            used = np.zeros(v, bool)
+            consistent = True
+            rows = max(1, 2**22 // max(v, 1))
+            for i in range(0, k, rows):
+                block = phi[i:i + rows].astype(np.float64) * scale[i:i + rows, None] - beta
+                consistent &= bool((block > -0.25).all())     # counts >= 0 read back
+                used |= (block > 0.5).any(0)
+            result = (floors, used) if consistent else None
+        return result
 
     def coherence(self, corpus: Corpus, measure: str = "c_v", top_n: int = 10, *,
                   window_size: int | None | str = "default", topics: Any = None,
@@ -220,23 +271,43 @@ class FittedModel:
         """float64 [topics]: the coherence of each topic's `top_n` words in the reference
         `corpus` (usually the training corpus), ``jaxtopics.topic_coherence``'s measures:
         "c_v" (default), "c_npmi", "c_uci", "u_mass". `topics` as in ``top_word_ids`` (default
-        all K); a topic or cluster that holds no token scores NaN (``np.nanmean`` averages the
-        rest). Words are matched to the corpus by their string. In a multi-process run every
-        process calls it with its own documents (a collective): the counts are summed over them."""
+        all K). Only words a topic holds tokens of are scored: a topic holding fewer than
+        `top_n` distinct words is scored on those it holds (``top_words`` fills in the rest at
+        the prior's p, words the topic never drew), and one holding fewer than 2 (none: an empty
+        topic or cluster) scores NaN (``np.nanmean`` averages the rest). So the training corpus
+        holds every scored word. Words are matched to the corpus by their string. In a
+        multi-process run every process calls it with its own documents (a collective): the
+        counts are summed over them."""
         from .coherence import WindowCounts, check_measure, words_coherence
         from .distributed import process_sum
         check_measure(measure, window_size)
         top_n = check_positive_int(top_n, "top_n", high=None)
+        if min(top_n, len(self.vocab)) < 2:
+            raise ParameterError("coherence needs at least 2 top words per topic (it scores pairs), "
+                                 f"got top_n={top_n} of a vocabulary of {len(self.vocab)}")
         ids = np.arange(self.num_topics) if topics is None else _topic_ids(topics, self.num_topics)
         top = self.top_word_ids(top_n, ids)
-        empty = _empty_topics(self)[ids]
+        floors_used = self._count_floors()
+        if floors_used is None:             # counts unknown: every top word, as ranked by phi
+            sizes = np.full(len(ids), top.shape[1])
+            hint = ("or fewer top words (top_n): this model's phi does not tell which words a "
+                    "topic holds tokens of, so its last top words may be ones it never drew")
+        else:                               # the leading words a topic holds tokens of
+            phi, floors = self.topic_word, floors_used[0]
+            rows = max(1, 2**22 // max(phi.shape[1], 1))
+            held = [(phi[ids[i:i + rows]] > floors[ids[i:i + rows], None]).sum(1)
+                    for i in range(0, len(ids), rows)]
+            sizes = np.minimum(np.concatenate(held or [np.zeros(0, np.int64)]), top.shape[1])
+            hint = "(e.g. the training corpus, which holds every word scored)"
+        scored = (sizes >= 2) & ~_empty_topics(self)[ids]
         out = np.full(len(ids), np.nan)
-        words = [[self.vocab[i] for i in row] for row in top[~empty]]
+        words = [[self.vocab[i] for i in row] for row in top[scored]]
 
         def total(counts: WindowCounts) -> WindowCounts:   # several processes: their documents
             return WindowCounts(*(process_sum(c) for c in counts))
-        out[~empty] = words_coherence(words, corpus, measure, window_size=window_size, eps=eps,
-                                      total=total)
+        out[scored] = words_coherence(words, corpus, measure, window_size=window_size, eps=eps,
+                                      total=total, sizes=sizes[scored], names=ids[scored].tolist(),
+                                      hint=hint)
         return out
 
     def summary(self, n: int = 8) -> str:
@@ -248,7 +319,8 @@ class FittedModel:
         lines = [f"<{self.model.upper()} K={self.num_topics}, V={len(self.vocab)}, "
                  f"N={self.num_tokens}, D={theta.shape[0]}, sweeps={self.sweeps_done}, seed={self.seed}"
                  + (f", devices={self.shards}" if self.shards else "") + ">",
-                 "params: " + ", ".join(f"{k}={v}" for k, v in p._asdict().items())]
+                 "params: " + ", ".join(_shown_param(k, v, self._estimates())
+                                        for k, v in p._asdict().items())]
         if self.trace:
             last = self.trace[-1]
             lines.append(f"log joint per token: {last.log_joint_per_token:.4f} (after {last.sweep} sweeps)")
@@ -297,7 +369,8 @@ class FittedModel:
                 self._state = _rebuilt(rebuild, self._state, self._data, self.params,
                                        check=self._tables_from_file)
         self._tables_from_file = False
-        _check_sweeps(num_sweeps, eval_every, checkpoint_every, checkpoint_path, progress)
+        num_sweeps, eval_every, checkpoint_every = _check_sweeps(
+            num_sweeps, eval_every, checkpoint_every, checkpoint_path, progress)
         if self.sweeps_done + num_sweeps > INT32_MAX:    # sweep numbers are int32 in the driver
             raise ParameterError(f"num_sweeps={num_sweeps} after {self.sweeps_done} sweeps done "
                                  f"passes the last sweep number, {INT32_MAX}")
@@ -339,6 +412,7 @@ class FittedModel:
 
         def keep(state, done, trace):   # the input buffers are donated: always hold the latest
             self.__dict__["_pending"] = (state, to_global)     # gathered only when read
+            self.__dict__.pop("_estimate_cache", None)           # of a donated (deleted) state
             self.sweeps_done, self.trace = done, old_trace + _shifted(trace)
 
         old_trace = list(self.trace)
@@ -352,6 +426,8 @@ class FittedModel:
             num_units=self._num_units(corpus), eval_every=eval_every, progress=progress,
             checkpoint_every=checkpoint_every if checkpoint_path else None,
             on_checkpoint=save_checkpoint, on_chunk=keep)
+        if old_trace and trace and trace[0].sweep == old_trace[-1].sweep:
+            trace = trace[1:]                  # resume(0) of a state evaluated already
         self.trace = old_trace + _shifted(trace)
         return self
 
@@ -424,6 +500,7 @@ class FittedModel:
     @in_32_bits
     def save(self, path: str | os.PathLike) -> None:
         """Write the model to one file (npz + json metadata, version-tagged, atomic)."""
+        _check_file_name(path)
         state = self._state            # every process of a multi-process run gathers it ...
         if jax.process_index() != 0:    # ... and process 0 alone writes the file
             return
@@ -529,17 +606,18 @@ def _fingerprint(corpus: Corpus, model: str, version: int = 2) -> str:
 
 
 def _check_sweeps(num_sweeps: int, eval_every: int, checkpoint_every: int | None,
-                  checkpoint_path: str | os.PathLike | None = None, progress: Any = None) -> None:
-    """Sweep counts (integers, no bools), `progress` (None or a bool) and, before any sweep
-    runs, the checkpoint location: a checkpoint that cannot be written would otherwise fail
-    only at the first checkpoint."""
+                  checkpoint_path: str | os.PathLike | None = None, progress: Any = None
+                  ) -> tuple[int, int, int | None]:
+    """(num_sweeps, eval_every, checkpoint_every) as Python ints after checking them (integers,
+    no bools), `progress` (None or a bool) and, before any sweep runs, the checkpoint location:
+    a checkpoint that cannot be written would otherwise fail only at the first checkpoint."""
     if progress is not None and not isinstance(progress, (bool, np.bool_)):
         raise ParameterError(f"progress must be True, False or None (a bar when stderr is a "
                              f"terminal), got {type(progress).__name__} {progress!r}"[:200])
-    check_int(num_sweeps, "num_sweeps", low=0)
-    check_int(eval_every, "eval_every", low=1)
+    num_sweeps = check_int(num_sweeps, "num_sweeps", low=0)
+    eval_every = check_int(eval_every, "eval_every", low=1)
     if checkpoint_every is not None:
-        check_positive_int(checkpoint_every, "checkpoint_every")
+        checkpoint_every = check_positive_int(checkpoint_every, "checkpoint_every")
         if checkpoint_path is None:
             raise ParameterError("checkpoint_every needs checkpoint_path (where to save); "
                                  "on the command line, --checkpoint-every needs --out")
@@ -548,6 +626,7 @@ def _check_sweeps(num_sweeps: int, eval_every: int, checkpoint_every: int | None
             raise ParameterError("checkpoint_path needs checkpoint_every (how many sweeps "
                                  "between checkpoints)")
         _check_writable_file(checkpoint_path)
+    return num_sweeps, eval_every, checkpoint_every
 
 
 class _Estimator:
@@ -563,7 +642,14 @@ class _Estimator:
     #: the fitted object's class (a FittedModel subclass adds model-specific methods)
     fitted_class: ClassVar[type[FittedModel]] = FittedModel
 
-    params: Any
+    @property
+    def params(self) -> Any:
+        """The model module's Params (hashable: they key the compiled sweeps)."""
+        return self._params
+
+    @params.setter
+    def params(self, value: Any) -> None:
+        self._params = _plain_params(value)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -577,8 +663,10 @@ class _Estimator:
             devices: int | str | None = None) -> FittedModel:
         """Run one seeded chain for `num_sweeps` sweeps; same seed => bitwise identical result.
 
-        With `checkpoint_path`, the model is saved (atomically) every `checkpoint_every` sweeps
-        (default: every eval) so a killed run can continue with ``load(path).resume(corpus, ...)``.
+        With `checkpoint_path` and `checkpoint_every` (the two go together), the model is saved
+        (atomically) every `checkpoint_every` sweeps so a killed run can continue with
+        ``load(path).resume(corpus, ...)``; `num_sweeps=0` returns the initial state, its log
+        joint evaluated (the trace's one point, sweep 0).
         `devices=P` shards the documents over P devices (``jaxtopics.distributed``; the
         ``parallel`` sampler of every model, LDA without MH draws): the
         same blocked sweep with its draws split P ways; the chain differs from the one-device
@@ -594,7 +682,8 @@ class _Estimator:
                                seed=seed, eval_every=eval_every, checkpoint_every=checkpoint_every,
                                devices=devices)
         seed = check_seed(seed)
-        _check_sweeps(num_sweeps, eval_every, checkpoint_every, checkpoint_path, progress)
+        num_sweeps, eval_every, checkpoint_every = _check_sweeps(
+            num_sweeps, eval_every, checkpoint_every, checkpoint_path, progress)
         data = _on_every_process(lambda: self.module.prepare(corpus, self.params))
         init_key, _ = chain_keys(seed)
         num_tokens = corpus.num_tokens
@@ -612,8 +701,6 @@ class _Estimator:
         fitted.__dict__["_local_state"] = jax.process_count() > 1
         fitted.text_options = corpus.text_options
         fitted.label_names = corpus.label_names
-        if checkpoint_path is not None and checkpoint_every is None:
-            checkpoint_every = eval_every
         return fitted.resume(corpus, num_sweeps, eval_every=eval_every, progress=progress,
                              checkpoint_every=checkpoint_every, checkpoint_path=checkpoint_path,
                              devices=devices)
@@ -825,7 +912,9 @@ def _map_new_documents(model: FittedModel, docs: Any) -> tuple[Corpus, Transform
     index = {w: i for i, w in enumerate(model.vocab)}
     labels: dict[str, Any] = {}
     if isinstance(docs, Corpus):
-        if docs.label_offsets is not None:      # label sets travel with them, matched by name
+        # label sets travel with them, matched by name, for a model that uses them; other
+        # models ignore labels (gold clusters, label sets of another model), seen or not
+        if getattr(cls, "needs_labels", False):
             names = model.label_names if model.label_names is not None else docs.label_names
             known = set(names)
             for d, labs in enumerate(docs.label_sets):
@@ -834,8 +923,6 @@ def _map_new_documents(model: FittedModel, docs: Any) -> tuple[Corpus, Transform
                     raise CorpusError(f"document {d} has label {unknown_labels[0]!r}, which the "
                                       f"model does not know (its labels: {', '.join(names)})")
             labels = {"labels": docs.label_sets, "label_names": names}
-        elif docs.labels is not None:
-            labels = {"labels": docs.labels}
         lookup = np.fromiter((index.get(w, -1) for w in docs.vocab), np.int64, docs.num_words)
         mapped, offsets, sentences = lookup[docs.word_ids], docs.doc_offsets, docs.sentence_offsets
         words = docs.vocab
@@ -998,11 +1085,23 @@ def _check_same_corpus(model: FittedModel, corpus: Corpus) -> None:
         raise CorpusError(f"resume: the corpus's vocabulary differs from the model's ({why})")
 
 
+def _check_file_name(path: Any) -> str | bytes:
+    """`path` as a str; an empty or blank name (which the OS would read as the current
+    directory) is a ParameterError."""
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise ParameterError(f"a model file path must be a str or path, got {type(path).__name__}")
+    target = os.fspath(path)
+    if not target.strip():
+        raise ParameterError(f"the model file path is empty ({target!r}): name a file, "
+                             "e.g. 'model.jtm'")
+    return target
+
+
 def _check_writable_file(path: str | os.PathLike) -> None:
     """Raise the OSError that writing `path` atomically would raise (naming `path`), now."""
     import tempfile
 
-    target = os.fspath(path)
+    target = _check_file_name(path)
     if os.path.isdir(target):
         raise IsADirectoryError(errno.EISDIR, "is a directory, expected a file path", target)
     try:
@@ -1197,9 +1296,9 @@ def _trace_from_arrays(arrays: dict, sweeps_done: int, path: Any) -> list[TraceP
                           path=str(path))
     sweeps = tr[:, 0]
     if tr.shape[0] and (not np.all(np.isfinite(sweeps)) or np.any(sweeps != np.round(sweeps))
-                        or np.any(np.diff(sweeps) <= 0) or sweeps[0] < 1 or sweeps[-1] > sweeps_done):
+                        or np.any(np.diff(sweeps) <= 0) or sweeps[0] < 0 or sweeps[-1] > sweeps_done):
         raise FormatError(f"array 'trace': sweep numbers must be integers rising within "
-                          f"1..{sweeps_done} (sweeps_done)", path=str(path))
+                          f"0..{sweeps_done} (sweeps_done)", path=str(path))
     return [TracePoint(int(r[0]), float(r[1]), float(r[2]), float(r[3])) for r in tr]
 
 
@@ -1250,6 +1349,31 @@ class DPMM(_Estimator):
             sampler=sampler, num_blocks=num_blocks, capacity=capacity, init=init,
             init_clusters=init_clusters, chunk_size=chunk_size))
 
+    def fit(self, corpus: Corpus, num_sweeps: int = 1000, *args: Any, **kwargs: Any) -> FittedModel:
+        """``_Estimator.fit``; the "incremental" start seats the documents in the first sweep,
+        so it needs at least one (its state before that has no clusters to read out)."""
+        if self.params.init == "incremental" and not isinstance(num_sweeps, bool) and num_sweeps == 0:
+            raise ParameterError("DPMM's incremental start (init='incremental', the default) seats "
+                                 "the documents in the first sweep: fit at least 1 sweep, or "
+                                 "start from init='one' or 'random' to read an unswept state")
+        return super().fit(corpus, num_sweeps, *args, **kwargs)
+
+
+def _shown_param(name: str, value: Any, estimates: dict[str, np.ndarray]) -> str:
+    """`name=value` for ``summary``; a parameter the chain samples (its current value in the
+    estimates as ``sampled_<name>``, e.g. HDP's alpha and gamma) shows the value in use."""
+    sampled = estimates.get(f"sampled_{name}")
+    if sampled is not None and float(sampled) != float(np.float32(value)):
+        return f"{name}={float(sampled):.4g} (sampled; started at {value})"
+    return f"{name}={value}"
+
+
+def _plain_params(params: Any) -> Any:
+    """`params` with numpy scalars (np.int32(3), np.float64(0.1), np.bool_) as the Python
+    numbers they equal, so reprs, saved metadata and traces show plain values."""
+    plain = {k: v.item() if isinstance(v, np.generic) else v for k, v in params._asdict().items()}
+    return params._replace(**plain)
+
 
 def _concentration(x: Any, name: str) -> float:
     """A Dirichlet concentration as a float; bools and non-numbers are refused by name (the
@@ -1273,31 +1397,29 @@ class FittedHDP(FittedModel):
         `beta` to the HDP's. The LDA chain starts at sweep 0 with this model's seed; continue it
         with ``.resume(corpus, num_sweeps)`` (the corpus this model was fitted on).
         """
-        from .ops import count_table
-
         state = self._state
+        slots = hdp.active_topics(state)
         z = jnp.asarray(hdp.assignments(state))
-        k = int(hdp.active_topics(state).shape[0])
+        k = int(slots.shape[0])
         if alpha is None:
             alpha = float(state.alpha) / k
         lda_params = lda.check_params(lda.Params(
             num_topics=k, alpha=_number(alpha, "alpha"),
             beta=_number(self.params.beta if beta is None else beta, "beta"),
             sampler=sampler, **options))
-        lda_state = None
-        if self._data is not None:
-            n = z.shape[0]
-            doc, word = self._data.doc[:n], self._data.word[:n]
-            v = self._data.word_freq.shape[0]
-            lda_state = lda.State(z=jnp.append(z, 0).astype(jnp.int32),
-                                  doc_topic=count_table((self._data.doc_len.shape[0], k), doc, z),
-                                  word_topic=count_table((v, k), word, z),
-                                  topic=count_table((k,), z))
-        else:           # loaded from a file: the counts are rebuilt by resume(corpus, ...)
-            lda_state = lda.State(z=jnp.append(z, 0).astype(jnp.int32),
-                                  doc_topic=jnp.zeros((self.doc_topic.shape[0], k), jnp.int32),
-                                  word_topic=jnp.zeros((len(self.vocab), k), jnp.int32),
-                                  topic=jnp.zeros((k,), jnp.int32))
+        # LDA's counts come from the HDP's own tables, so a model loaded from a file (which has
+        # no corpus layout) converts exactly as one in memory: n_dk = sum of the d's tables
+        # serving dish k, n_kw and n_k = the active topics' columns.
+        table_count = np.asarray(state.table_count)
+        rank = np.full(np.asarray(state.topic_tables).shape[-1], k, np.int64)
+        rank[slots] = np.arange(k)
+        dish = rank[np.asarray(state.table_topic)]
+        doc_topic = np.zeros((table_count.shape[0], k + 1), np.int64)
+        np.add.at(doc_topic, (np.arange(table_count.shape[0])[:, None], dish), table_count)
+        lda_state = lda.State(z=jnp.append(z, 0).astype(jnp.int32),
+                              doc_topic=jnp.asarray(doc_topic[:, :k], jnp.int32),
+                              word_topic=jnp.asarray(np.asarray(state.word_topic)[:, slots], jnp.int32),
+                              topic=jnp.asarray(np.asarray(state.topic)[slots], jnp.int32))
         fitted = FittedModel("lda", lda_params, self.vocab, self.seed, lda_state, None,
                              self.corpus_fingerprint, 0, [], self.num_tokens)
         fitted.text_options = self.text_options

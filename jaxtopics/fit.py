@@ -114,6 +114,12 @@ def run_chunk(model: ModuleType, params: Any, data: Any, state: Any, chain_key: 
     return state, model.log_joint(state, data, params), changed, t
 
 
+@partial(jax.jit, static_argnums=(0, 1))
+def evaluate_log_joint(model: ModuleType, params: Any, data: Any, state: Any) -> Array:
+    """`model`'s collapsed log joint of `state` (not donated), as ``run_chunk`` evaluates it."""
+    return model.log_joint(state, data, params)
+
+
 def check_chunk_memory(model: ModuleType, params: Any, data: Any, state: Any, chain_key: Array,
                        start: int, stop: int) -> None:
     """Refuse (ParameterError) a chunk of sweeps whose working memory does not fit on its
@@ -165,9 +171,13 @@ def run_sweeps(model: ModuleType, params: Any, data: Any, state: Any, chain_key:
     stderr is a terminal. `on_checkpoint(state, sweeps_done, trace)` is called every
     `checkpoint_every` sweeps; `on_chunk(state, sweeps_done, trace)` after every jitted chunk (so a
     caller interrupted by Ctrl-C still holds a valid state: the argument buffer was donated).
-    `num_units`: what ``info.changed`` counts out of (default `num_tokens`). Returns (state, trace).
+    `num_units`: what ``info.changed`` counts out of (default `num_tokens`). Returns (state, trace);
+    `num_sweeps=0` returns the state and one trace point evaluating it (0 changed, 0 seconds).
     """
     stop = start + num_sweeps
+    if num_sweeps == 0:                       # no sweep: the trace evaluates the state given
+        lj = evaluate_log_joint(model, params, data, state)
+        return state, [TracePoint(start, float(lj) / max(num_tokens, 1), 0.0, 0.0)]
     bar = None
     if progress or (progress is None and sys.stderr.isatty()):
         from tqdm.auto import tqdm

@@ -7,7 +7,8 @@ that use it (e.g. GSDMM's NMI):
 
 - ``nmi``: normalised mutual information I(T; P) / mean(H(T), H(P)) (``average_method``:
   "arithmetic" (default, = V-measure), "geometric", "min" or "max"); 1 when both labellings
-  have one cluster.
+  have one cluster, 0 when only one of them does (it shares no information, whatever the
+  normaliser), and always in [0, 1].
 - ``ari``: adjusted Rand index (Hubert & Arabie 1985) from the pair-confusion counts.
 - ``purity``: the share of items in the majority gold class of their predicted cluster.
 - ``homogeneity``: I(T; P) / H(T) (each cluster holds one class); ``completeness``:
@@ -18,6 +19,8 @@ that use it (e.g. GSDMM's NMI):
 
 from __future__ import annotations
 
+import math
+import numbers
 from typing import Any
 
 import numpy as np
@@ -64,6 +67,11 @@ def contingency(labels_true: Any, labels_pred: Any) -> np.ndarray:
     return table
 
 
+def _unit(x: float) -> float:
+    """A ratio that is in [0, 1] by definition, with float rounding (1 + 2e-16) clipped off."""
+    return float(min(max(x, 0.0), 1.0))
+
+
 def _entropy(sizes: np.ndarray) -> float:
     sizes = sizes[sizes > 0].astype(np.float64)
     if sizes.size <= 1:
@@ -73,9 +81,12 @@ def _entropy(sizes: np.ndarray) -> float:
 
 
 def _mutual_info(table: np.ndarray) -> float:
-    rows, cols = np.nonzero(table)
-    if rows.size == 0:
+    # MI <= min(H(T), H(P)): a labelling with a single cluster (zero entropy) shares no
+    # information, exactly (scikit-learn's convention). Summing the logs instead leaves a
+    # ~1e-16 rounding residue that a zero-entropy normaliser would blow up to > 1.
+    if table.shape[0] <= 1 or table.shape[1] <= 1:
         return 0.0
+    rows, cols = np.nonzero(table)
     n = table[rows, cols].astype(np.float64)
     total = n.sum()
     a = table.sum(1).astype(np.float64)[rows]
@@ -99,7 +110,7 @@ def nmi(labels_true: Any, labels_pred: Any, average_method: str = "arithmetic") 
     h_t, h_p = _entropy(table.sum(1)), _entropy(table.sum(0))
     norm = {"arithmetic": (h_t + h_p) / 2, "geometric": np.sqrt(h_t * h_p),
             "min": min(h_t, h_p), "max": max(h_t, h_p)}[average_method]
-    return float(mi / max(norm, np.finfo(np.float64).eps))
+    return _unit(mi / norm)          # norm > 0 here: mi > 0 needs both labellings to split
 
 
 def ari(labels_true: Any, labels_pred: Any) -> float:
@@ -132,7 +143,7 @@ def _homogeneity_completeness(labels_true: Any, labels_pred: Any) -> tuple[float
         return 1.0, 1.0
     mi = _mutual_info(table)
     h_t, h_p = _entropy(table.sum(1)), _entropy(table.sum(0))
-    return (mi / h_t if h_t else 1.0), (mi / h_p if h_p else 1.0)
+    return (_unit(mi / h_t) if h_t else 1.0), (_unit(mi / h_p) if h_p else 1.0)
 
 
 def homogeneity(labels_true: Any, labels_pred: Any) -> float:
@@ -146,11 +157,15 @@ def completeness(labels_true: Any, labels_pred: Any) -> float:
 
 
 def v_measure(labels_true: Any, labels_pred: Any, beta: float = 1.0) -> float:
-    """(1 + beta) h c / (beta h + c), h = homogeneity, c = completeness (= NMI arithmetic)."""
+    """(1 + beta) h c / (beta h + c), h = homogeneity, c = completeness (= NMI arithmetic);
+    `beta` >= 0 weighs completeness (beta > 1) or homogeneity (beta < 1) more."""
+    if (isinstance(beta, (bool, np.bool_)) or not isinstance(beta, numbers.Real)
+            or not math.isfinite(float(beta)) or float(beta) < 0):
+        raise ParameterError(f"beta must be a finite number >= 0, got {beta!r}")
     h, c = _homogeneity_completeness(labels_true, labels_pred)
     if h + c == 0.0:
         return 0.0
-    return float((1 + beta) * h * c / (beta * h + c))
+    return _unit((1 + beta) * h * c / (beta * h + c))
 
 
 def clustering_scores(labels_true: Any, labels_pred: Any) -> dict[str, float]:

@@ -612,3 +612,56 @@ def test_empty_tokens_and_negative_min_length_are_refused():
         Corpus.from_texts(["a cat"], min_length=-1)
     kept = Corpus.from_texts(["a  cat"], min_length=0, stop_words=None, tokenizer=lambda t: t.split(" "))
     assert kept.vocab == ("a", "cat")                     # the tokenizer's '' is not a word
+
+
+NFD, NFC = "e\u0301cole", "\u00e9cole"         # the same word, decomposed and composed
+
+
+def test_every_constructor_nfc_normalises_its_words(tmp_path: Path):
+    """Issue 35: from_token_lists kept NFD tokens while from_texts and raw-text transform
+    normalise, so transform(Corpus of NFD tokens) reported unknown_words=('école',)."""
+    import warnings
+
+    import jaxtopics as jt
+
+    c = Corpus.from_token_lists([[NFD, "chat"], [NFC, "chien"]])
+    assert c.vocab == (NFC, "chat", "chien") and c.word_ids.tolist() == [0, 1, 0, 2]
+    assert Corpus.from_token_lists([[NFD]], vocab=[NFC, "x"]).word_ids.tolist() == [0]
+    assert Corpus.from_token_lists([[NFC]], vocab=[NFD, "x"]).vocab == (NFC, "x")
+    assert Corpus.from_token_lists([[[NFD, "a"], [NFD]]], sentences=True).vocab == (NFC, "a")
+    assert Corpus.from_arrays([0, 1], [0, 2], [NFD, "x"]).vocab == (NFC, "x")
+    assert Corpus.from_bow([[(0, 2), (1, 1)]], vocab=[NFD, "x"]).vocab == (NFC, "x")
+    assert Corpus.from_bow([[(1, 1)]], vocab={0: "x", 1: NFD}).vocab == ("x", NFC)
+    (tmp_path / "v.txt").write_text(f"{NFD}\nx\n", encoding="utf-8")
+    (tmp_path / "c.ldac").write_text("2 0:1 1:2\n")
+    assert Corpus.from_ldac(tmp_path / "c.ldac", tmp_path / "v.txt").vocab == (NFC, "x")
+    (tmp_path / "docword.txt").write_text("1\n2\n2\n1 1 1\n1 2 2\n")
+    assert Corpus.from_uci(tmp_path / "docword.txt", tmp_path / "v.txt").vocab == (NFC, "x")
+    (tmp_path / "d.jsonl").write_text(json.dumps({"text": f"{NFD} chat"}) + "\n")
+    assert Corpus.from_jsonl(tmp_path / "d.jsonl").vocab == ("chat", NFC)
+    # a model fitted on composed words knows the decomposed ones of another corpus
+    train = Corpus.from_token_lists([[NFC, "chat", "chien"], ["chat", NFC]])
+    model = jt.LDA(num_topics=2).fit(train, num_sweeps=2, progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")               # no UnknownWordsWarning
+        model.transform(Corpus.from_token_lists([[NFD, "chat"]]))
+    assert model.last_transform.unknown_words == ()
+
+
+def test_vocab_entries_that_normalise_alike_are_refused_naming_both(tmp_path: Path):
+    """Normalisation must not merge two vocabulary entries silently (their ids are the
+    caller's); like an exact duplicate, the pair is refused, each shown with its code points."""
+    match = (r"vocab words 0 \('e\\u0301cole'\) and 2 \('\\xe9cole'\) are the same word 'école' "
+             r"once NFC-normalised")
+    with pytest.raises(CorpusError, match=match):
+        Corpus.from_token_lists([["x"]], vocab=[NFD, "x", NFC])
+    with pytest.raises(CorpusError, match=match):
+        Corpus.from_bow([[(0, 1), (2, 1)]], vocab=[NFD, "x", NFC])
+    with pytest.raises(CorpusError, match=match):
+        Corpus.from_arrays([0, 2], [0, 2], [NFD, "x", NFC])
+    (tmp_path / "v.txt").write_text(f"{NFD}\nx\n{NFC}\n", encoding="utf-8")
+    (tmp_path / "c.ldac").write_text("2 0:1 2:2\n")
+    with pytest.raises(CorpusError, match=match):
+        Corpus.from_ldac(tmp_path / "c.ldac", tmp_path / "v.txt")
+    with pytest.raises(CorpusError, match="duplicate word 'x' at ids 0 and 1"):   # as before
+        Corpus.from_arrays([0], [0, 1], ["x", "x", NFD])

@@ -117,3 +117,56 @@ def test_bad_label_set_arrays(fields, match) -> None:
     base = jt.Corpus.from_token_lists(DOCS)
     with pytest.raises(CorpusError, match=match):
         jt.Corpus(base.word_ids, base.doc_offsets, base.vocab, **fields)
+
+
+def test_mixed_labels_are_accepted_by_every_constructor_as_from_jsonl_does(tmp_path) -> None:
+    """Issue 35: from_texts(labels=["a", 1, ...]) said "labels must hold integers, got dtype
+    <U21" while from_jsonl accepted the same labels; now every constructor gives them ids in
+    first-seen order, as from_jsonl does."""
+    import json
+
+    texts = ["apple pear", "dog cat", "apple dog", "pear cat"]
+    mixed = ["a", 1, "a", "1"]                               # the str "1" is not the int 1
+    p = tmp_path / "d.jsonl"
+    p.write_text("".join(json.dumps({"text": t, "y": y}) + "\n" for t, y in zip(texts, mixed)))
+    want = jt.Corpus.from_jsonl(p, label_key="y").labels.tolist()
+    assert want == [0, 1, 0, 2]
+    tokens = [t.split() for t in texts]
+    base = jt.Corpus.from_token_lists(tokens)
+    for labels in (mixed, tuple(mixed), np.array(mixed, dtype=object), iter(mixed)):
+        made = [jt.Corpus.from_texts(texts, labels=labels if not hasattr(labels, "__next__")
+                                     else iter(mixed)),
+                jt.Corpus.from_token_lists(tokens, labels=list(mixed)),
+                jt.Corpus.from_arrays(base.word_ids, base.doc_offsets, base.vocab, labels=labels
+                                      if not hasattr(labels, "__next__") else iter(mixed)),
+                jt.Corpus.from_bow([[(0, 1)]] * 4, vocab=["w"], labels=list(mixed))]
+        for c in made:
+            assert c.labels.dtype == np.int64 and c.labels.tolist() == want
+    # integers alone keep their values; strings alone and numpy strings: first-seen ids
+    assert jt.Corpus.from_texts(texts, labels=[5, 3, 5, 3.0]).labels.tolist() == [5, 3, 5, 3]
+    assert jt.Corpus.from_texts(texts, labels=np.array(["x", "y", "x", "z"])).labels.tolist() \
+        == [0, 1, 0, 2]
+
+
+@pytest.mark.parametrize("labels,match", [
+    (["a", None, "b", "a"], r"labels\[1\] = None: the label of document 1 must be an integer or a string"),
+    ([True, False, True, True], r"labels\[0\] = True: .* integer or a string"),
+    ([1.5, 2, 3, 4], r"labels\[0\] = 1.5: .* integer or a string"),
+    (["a", float("nan"), "b", "c"], r"labels\[1\] = nan"),
+    (["a", "b"], "labels has 2 entries for 4 documents"),
+])
+def test_bad_gold_labels_name_the_document(labels, match) -> None:
+    with pytest.raises(CorpusError, match=match):
+        jt.Corpus.from_texts(["apple pear", "dog cat", "apple dog", "pear cat"], labels=labels)
+
+
+def test_a_2d_label_array_says_to_pass_a_list_of_label_lists() -> None:
+    """Issue 35: label sets as a 2-D numpy array said only "labels must be 1-D"."""
+    with pytest.raises(CorpusError, match=r"got shape \(3, 2\); for label sets .* pass a list of "
+                                          r"label lists.*tolist\(\)"):
+        jt.Corpus.from_token_lists(DOCS, labels=np.array([["a", "b"], ["b", "c"], ["a", "c"]]))
+    with pytest.raises(CorpusError, match="list of label lists"):
+        jt.Corpus.from_texts(["apple pear", "dog cat", "apple dog"], labels=np.zeros((3, 4), int))
+    # what the message says to pass works
+    c = jt.Corpus.from_token_lists(DOCS, labels=np.array([["a", "b"], ["b", "c"], ["a", "c"]]).tolist())
+    assert c.label_sets == [("a", "b"), ("b", "c"), ("a", "c")]

@@ -398,7 +398,7 @@ def test_top_words_refuses_n_below_one(fruit_cars, n):
 def test_log_joint_after_loading_a_zero_sweep_fit(small_corpus, tmp_path):
     """#16: the state is in the file, so the log joint is computed from it (it was NaN)."""
     m = jt.LDA(3).fit(small_corpus, num_sweeps=0, seed=1, progress=False)
-    assert m.trace == [] and np.isfinite(m.log_joint_per_token())
+    assert [p.sweep for p in m.trace] == [0] and np.isfinite(m.log_joint_per_token())
     m.save(tmp_path / "m.jtm")
     r = jt.load(tmp_path / "m.jtm")
     assert r.log_joint_per_token() == pytest.approx(m.log_joint_per_token(), rel=1e-6)
@@ -736,11 +736,13 @@ def test_an_older_hdp_file_with_bad_concentrations_is_refused_at_load(tmp_path):
 
 
 def test_a_model_before_its_first_sweep_has_read_outs(tmp_path):
-    """fit(num_sweeps=0): DPMM's documents are not seated yet (z = -1); its summary, file and
-    `jaxtopics show` work (summary's bincount of the -1 labels raised)."""
+    """fit(num_sweeps=0) reads out the initial state; DPMM's incremental start, whose documents
+    are seated only in the first sweep, refuses it (its read-outs had no clusters)."""
     corpus = jt.Corpus.from_token_lists([["a", "b"], ["c"], ["a", "c", "d"]])
-    m = jt.DPMM().fit(corpus, num_sweeps=0, progress=False)
-    assert m.summary().startswith("<DPMM") and (np.asarray(m.labels) == -1).all()
+    with pytest.raises(ParameterError, match="incremental start"):
+        jt.DPMM().fit(corpus, num_sweeps=0, progress=False)
+    m = jt.DPMM(init="one").fit(corpus, num_sweeps=0, progress=False)
+    assert m.summary().startswith("<DPMM") and (np.asarray(m.labels) == 0).all()
     m.save(tmp_path / "m.jtm")
     assert jt.load(tmp_path / "m.jtm").summary() == m.summary()
 

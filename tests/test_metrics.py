@@ -93,3 +93,47 @@ def test_bad_input_is_refused(t, p, match) -> None:
 def test_bad_average_method() -> None:
     with pytest.raises(ParameterError, match="average_method"):
         jt.metrics.nmi([0, 1], [0, 1], average_method="harmonic")
+
+
+def _degenerate_labellings():
+    """One class, one cluster, all singletons, two items...: where a ~1e-16 rounding residue of
+    the mutual information divided by a zero entropy used to give NMI 1.2 (issue 35)."""
+    out = [([0] * 10, [0] * 6 + [1] * 4), ([0] * 6 + [1] * 4, [0] * 10), ([], [])]
+    for n in range(1, 16):
+        for a in range(n + 1):
+            split = [0] * a + [1] * (n - a)
+            out += [([0] * n, split), (split, [0] * n), (list(range(n)), split),
+                    (split, list(range(n))), (list(range(n)), [0] * n), ([7] * n, [7] * n)]
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        n = int(rng.integers(1, 60))
+        out.append((rng.integers(0, rng.integers(1, n + 1), n),
+                    rng.integers(0, rng.integers(1, n + 1), n)))
+    return out
+
+
+def test_scores_stay_in_range_and_match_scikit_learn_on_degenerate_inputs() -> None:
+    assert jt.metrics.nmi([0] * 10, [0] * 6 + [1] * 4, "geometric") == 0.0
+    assert jt.metrics.nmi([0] * 10, [0] * 6 + [1] * 4, "min") == 0.0
+    for t, p in _degenerate_labellings():
+        for method in ("arithmetic", "geometric", "min", "max"):
+            v = jt.metrics.nmi(t, p, average_method=method)
+            assert 0.0 <= v <= 1.0, (t, p, method, v)
+            assert v == pytest.approx(sk.normalized_mutual_info_score(
+                t, p, average_method=method), abs=1e-10), (t, p, method)
+        for ours, theirs in ((jt.metrics.homogeneity, sk.homogeneity_score),
+                             (jt.metrics.completeness, sk.completeness_score),
+                             (jt.metrics.v_measure, sk.v_measure_score),
+                             (jt.metrics.purity, None)):
+            v = ours(t, p)
+            assert 0.0 <= v <= 1.0, (ours.__name__, t, p, v)
+            if theirs is not None:
+                assert v == pytest.approx(theirs(t, p), abs=1e-10), (ours.__name__, t, p)
+        a = jt.metrics.ari(t, p)
+        assert -1.0 <= a <= 1.0 and a == pytest.approx(sk.adjusted_rand_score(t, p), abs=1e-10)
+
+
+@pytest.mark.parametrize("beta", [-1, -0.5, True, float("nan"), float("inf"), "2"])
+def test_bad_v_measure_beta(beta) -> None:
+    with pytest.raises(ParameterError, match="beta must be a finite number >= 0"):
+        jt.metrics.v_measure([0, 0, 1], [0, 1, 1], beta=beta)

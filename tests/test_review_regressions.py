@@ -215,7 +215,8 @@ def test_labels_of_the_wrong_length_or_as_strings():
         jt.Corpus.from_texts(texts, labels=["a", "b"])
     # names get ids in first-seen order, as from_jsonl gives them
     assert jt.Corpus.from_texts(texts, labels=["ab", "b", "b", "a"]).labels.tolist() == [0, 1, 1, 2]
-    with pytest.raises(CorpusError, match="booleans"):
+    with pytest.raises(CorpusError, match=r"labels\[0\] = True: the label of document 0 must be "
+                                          "an integer or a string"):
         jt.Corpus.from_texts(texts, labels=[True, False, True, False])
 
 

@@ -90,7 +90,7 @@ import numpy as np
 from jax import Array
 
 from ..corpus import Corpus
-from ..errors import CorpusError, ParameterError
+from ..errors import CorpusError, LabelWarning, ParameterError, warn_caller
 from ..validate import (ANY_LENGTH, MAX_BLOCKS, array_spec, check_int, count_problem, latent_problem,
                         same_length)
 from ..ops import (
@@ -242,7 +242,22 @@ def check_params(params: Params) -> Params:
             raise ParameterError(f"{name} must be an integer >= {low}, got {v!r}")
         if v >= 2**30:
             raise ParameterError(f"{name} = {v} is too large (< 2^30)")
+    if params.initial_topics > 2**20:
+        raise ParameterError(f"initial_topics must be an integer <= {2**20}, "
+                             f"got {params.initial_topics}")
     return params
+
+
+def _check_capacity(num_labels: int, params: Params) -> None:
+    """The topic slots of the initial state (labels x initial_topics, doubled for room unless
+    topic_capacity is set) must be int32 indices; larger is a ParameterError naming both."""
+    per_label = params.initial_topics
+    slots = max(params.topic_capacity or 2 * num_labels * per_label, num_labels * per_label)
+    if slots > 2**30:
+        raise ParameterError(
+            f"DP-MRM's initial state needs {slots} topic slots ({num_labels} labels x "
+            f"initial_topics={per_label}{'' if params.topic_capacity else ', doubled for room'}), "
+            f"more than the int32 counts can index (2^30): lower initial_topics")
 
 
 def check_label_sets(corpus: Corpus) -> None:
@@ -271,12 +286,23 @@ def check_training_corpus(corpus: Corpus, total: Callable | None = None) -> None
         names = ", ".join(repr(corpus.label_names[i]) for i in unused[:5])
         raise CorpusError(f"label {names} (id {int(unused[0])}) has no documents: every label of "
                           f"label_names must be on at least one document ({unused.size} unused)")
+    tokens = np.bincount(corpus.label_ids, minlength=len(corpus.label_names),
+                         weights=np.repeat(corpus.doc_lengths, np.diff(corpus.label_offsets))).astype(np.int64)
+    if total is not None:
+        tokens = total(tokens)
+    idle = np.flatnonzero(np.asarray(tokens) == 0)
+    if idle.size:
+        names = ", ".join(repr(corpus.label_names[i]) for i in idle[:5])
+        warn_caller(f"label {names} is only on documents with no tokens ({idle.size} such "
+                      "label(s)): it can own no topic, and a document whose labels are all like "
+                      "it gets uniform doc_topic and transform rows", LabelWarning)
 
 
 def prepare(corpus: Corpus, params: Params) -> Data:
     """Lay the corpus out for document sweeps: token slots, distinct words and label sets of
     every document, document blocks. Raises CorpusError when the corpus has no label sets."""
     check_label_sets(corpus)
+    _check_capacity(len(corpus.label_names), params)
     n, d, v = corpus.num_tokens, corpus.num_docs, corpus.num_words
     doc = corpus.doc_index.astype(np.int64)
     words = corpus.word_ids.astype(np.int64)
@@ -897,11 +923,22 @@ def _label_weights(state: State, params: Params) -> tuple[np.ndarray, np.ndarray
     return pi, ndc
 
 
+def _distributions(theta: np.ndarray) -> np.ndarray:
+    """Rows of `theta` renormalised to sum to 1; a row with no mass on any active topic (a
+    document none of whose labels owns a topic: all its corrected theta is new-topic mass) is
+    uniform over the active topics."""
+    total = theta.sum(1, keepdims=True)
+    uniform = np.full_like(theta, 1.0 / max(theta.shape[1], 1))
+    return np.where(total > 0, theta / np.where(total > 0, total, 1.0), uniform)
+
+
 def estimate(state: State, params: Params) -> dict[str, np.ndarray]:
     """Point estimates over the K active topics (ordered by label, then slot); host-side numpy.
 
     theta [D, K]: seed 004's corrected theta (module docstring) over the active topics, each row
-    renormalised over them (the new-topic mass left out). phi [K, V] = (n_kw + beta) / (n_k + V
+    renormalised over them (the new-topic mass left out; a document none of whose labels owns
+    a topic has all its mass there, and a uniform row); doc_new_topic [D]: that left-out
+    new-topic share, alpha sum_k pi_jk gamma / (m_k + gamma) / (n_j + alpha). phi [K, V] = (n_kw + beta) / (n_k + V
     beta). Extras: topic_label [K] (label id of each topic), topics_per_label [L],
     label_topic [L, K] = m_kl / (m_k + gamma) (posterior mean of label k's measure G_k on its
     topics; the rest of its row, gamma / (m_k + gamma), is label_new_topic [L]), doc_label [D, L]
@@ -918,8 +955,7 @@ def estimate(state: State, params: Params) -> dict[str, np.ndarray]:
     v, num_labels = wt.shape[0], ml.shape[0]
     pi, ndc = _label_weights(state, params)
     share = np.where(mt > 0, mt / (ml[tl] + g), 0.0)                                   # [C]
-    theta = (ndc + a * pi * share[None, :])[:, order]
-    theta = theta / np.maximum(theta.sum(1, keepdims=True), 1e-300)
+    theta = _distributions((ndc + a * pi * share[None, :])[:, order])
     phi = (wt[:, order].T + b) / (nt[order][:, None] + v * b)
     k = order.shape[0]
     label_topic = np.zeros((num_labels, k))
@@ -931,6 +967,8 @@ def estimate(state: State, params: Params) -> dict[str, np.ndarray]:
     doc_label = np.zeros((labels.shape[0], num_labels))
     rows, cols = np.nonzero(mask)
     doc_label[rows, labels[rows, cols]] = prior[rows, cols]
+    new_mass = a * np.sum(np.where(mask, prior * g / (ml[np.where(mask, labels, 0)] + g), 0.0), 1)
+    doc_new_topic = new_mass / (ndc.sum(1) + a)
     return {
         "theta": theta.astype(np.float32), "phi": phi.astype(np.float32),
         "topic_label": tl[order].astype(np.int32),
@@ -938,6 +976,7 @@ def estimate(state: State, params: Params) -> dict[str, np.ndarray]:
         "label_topic": label_topic.astype(np.float32),
         "label_new_topic": (g / (ml + g)).astype(np.float32),
         "doc_label": doc_label.astype(np.float32),
+        "doc_new_topic": doc_new_topic.astype(np.float32),
         "topic_sizes": nt[order].astype(np.int32), "topic_tables": mt[order].astype(np.int32),
         "num_active_topics": np.int32(k),
     }
@@ -1109,11 +1148,15 @@ def fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps
     """p(topic | unseen document) [D_new, K] over the fitted active topics (``estimate``'s order):
     document steps against the fitted counts held fixed (new topics may open inside a
     document), seed 004's corrected theta averaged over the second half of the sweeps, each row
-    renormalised over the active topics."""
+    renormalised over the active topics (uniform where the document's labels own none)."""
     _check_new_data(state, new_data, num_sweeps)
     theta = np.asarray(_fold_in(key, state, new_data, params, num_sweeps), np.float64)
-    out = theta[:, _active_order(state)]
-    return (out / np.maximum(out.sum(1, keepdims=True), 1e-300)).astype(np.float32)
+    active = theta[:, _active_order(state)]
+    orphans = np.flatnonzero(active.sum(1) <= 0)
+    if orphans.size:
+        warn_caller(f"document {int(orphans[0])} ({orphans.size} in all) has no label that owns "
+                      "a fitted topic: its theta row is uniform over the topics", LabelWarning)
+    return _distributions(active).astype(np.float32)
 
 
 def held_out_log_likelihood(key: Array, state: State, new_data: Data, params: Params,
