@@ -2,7 +2,8 @@
 
 * :func:`synthetic_lda` draws a corpus from the LDA generative process and returns the planted
   theta, phi and per-token topics (for recovery tests and benchmarks at any size);
-  :func:`synthetic_dmm` draws short texts with one planted cluster per document.
+  :func:`synthetic_dmm` draws short texts with one planted cluster per document;
+  :func:`synthetic_slda` draws documents of sentences with one planted topic per sentence.
 * :func:`stdlib_corpus` / :func:`demo_corpus` build a real corpus that needs no download: the
   docstrings of Python's standard library plus the ``pydoc`` help topics.
 * :func:`load_shared` reads the project's real corpora in ``../shared/data``.
@@ -35,6 +36,7 @@ __all__ = [
     "SyntheticCorpus",
     "synthetic_lda",
     "synthetic_dmm",
+    "synthetic_slda",
     "stdlib_corpus",
     "demo_corpus",
     "load_shared",
@@ -291,6 +293,75 @@ def synthetic_dmm(
     corpus = Corpus.from_arrays(word_ids, doc_offsets, vocab, labels=labels)
     theta = np.zeros((D, K))
     theta[np.arange(D), labels] = 1.0
+    return SyntheticCorpus(corpus=corpus, theta=theta, phi=phi, assignments=z)
+
+
+def synthetic_slda(
+    num_docs: int = 400,
+    num_words: int = 500,
+    num_topics: int = 10,
+    mean_sentences: float = 8,
+    mean_sentence_length: float = 8,
+    alpha: float = 0.3,
+    beta: float = 0.02,
+    zipf_exponent: float = 1.0,
+    seed: int = 0,
+    *,
+    rank_noise: float = 4.0,
+) -> SyntheticCorpus:
+    """Draw a corpus with sentences from the Sentence-LDA generative process (Jo & Oh 2011; seed
+    000 eq. 10-12), with its ground truth: one topic per sentence, every token of the sentence
+    drawn from that topic.
+
+    * ``phi_k`` as in :func:`synthetic_lda` (a Dirichlet over topic k's own noisy Zipf ranking,
+      total concentration ``V * beta``; ``rank_noise=4`` gives well-separated topics);
+    * each document: ``theta_d ~ Dir(alpha * 1_K)``, ``max(1, Poisson(mean_sentences))``
+      sentences; each sentence: topic ``z ~ Cat(theta_d)``, length
+      ``max(1, Poisson(mean_sentence_length))``, every word ``w ~ Cat(phi_z)``.
+
+    Returns a :class:`SyntheticCorpus` whose ``corpus`` has sentence boundaries
+    (``corpus.sentence_offsets``), ``theta`` [D, K], ``phi`` [K, V] and ``assignments`` [N] the
+    topic of every token (its sentence's: the planted sentence topics are
+    ``assignments[corpus.sentence_offsets[:-1]]``).
+    """
+    _check_positive("num_docs", num_docs, integer=True)
+    _check_positive("num_words", num_words, integer=True)
+    _check_positive("num_topics", num_topics, integer=True)
+    _check_positive("mean_sentences", mean_sentences)
+    _check_positive("mean_sentence_length", mean_sentence_length)
+    _check_positive("alpha", alpha)
+    _check_positive("beta", beta)
+    if not (np.isfinite(zipf_exponent) and zipf_exponent >= 0):
+        raise ParameterError(f"zipf_exponent must be finite and >= 0, got {zipf_exponent!r}")
+    if not (np.isfinite(rank_noise) and rank_noise >= 0):
+        raise ParameterError(f"rank_noise must be finite and >= 0, got {rank_noise!r}")
+    D, V, K = int(num_docs), int(num_words), int(num_topics)
+    if max(D, K, V) > np.iinfo(np.int32).max:
+        raise ParameterError("num_docs, num_topics and num_words must fit in int32")
+    rng = np.random.default_rng(seed)
+    phi = _zipf_topics(rng, K, V, beta, zipf_exponent, rank_noise)
+    theta = _dirichlet(rng, float(alpha), (D, K))
+    sentences = np.maximum(rng.poisson(mean_sentences, size=D), 1).astype(np.int64)
+    sent_doc = np.repeat(np.arange(D), sentences)
+    cdf = np.cumsum(theta[sent_doc], axis=1)
+    sent_topic = np.minimum((cdf < rng.random((sent_doc.size, 1)) * cdf[:, -1:]).sum(1),
+                            K - 1).astype(np.int32)
+    lengths = np.maximum(rng.poisson(mean_sentence_length, size=sent_doc.size), 1).astype(np.int64)
+    sentence_offsets = np.zeros(sent_doc.size + 1, dtype=np.int64)
+    np.cumsum(lengths, out=sentence_offsets[1:])
+    doc_offsets = np.zeros(D + 1, dtype=np.int64)
+    doc_offsets[1:] = sentence_offsets[np.cumsum(sentences)]
+    z = np.repeat(sent_topic, lengths)
+    word_ids = np.empty(z.shape[0], dtype=np.int32)
+    for k in range(K):
+        at = np.flatnonzero(z == k)
+        if at.size:
+            cdf_k = np.cumsum(phi[k])
+            word_ids[at] = np.minimum(np.searchsorted(cdf_k, rng.random(at.size) * cdf_k[-1],
+                                                      side="right"), V - 1)
+    width = max(5, len(str(V - 1)))
+    vocab = tuple(f"w{v:0{width}d}" for v in range(V))
+    corpus = Corpus.from_arrays(word_ids, doc_offsets, vocab, sentence_offsets=sentence_offsets)
     return SyntheticCorpus(corpus=corpus, theta=theta, phi=phi, assignments=z)
 
 

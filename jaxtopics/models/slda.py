@@ -55,6 +55,8 @@ from ..ops import (
     move_counts,
     pad_array,
     pad_blocks,
+    shard_sum,
+    shared_key,
     sharded_sweep,
     strided_blocks,
 )
@@ -74,6 +76,9 @@ SHARD_FIELDS = {"z": "sentences", "doc_topic": "docs", "token_sentence": "tokens
 SHARD_INDEX_FIELDS = {"token_sentence": "sentences"}
 
 _FLOAT32_RANGE = (1e-30, 1e30)
+#: fold_in(key, _SPLIT_MERGE_STREAM): the key of a sweep's split-merge moves (the Gibbs part of
+#: the sweep keeps `key` itself)
+_SPLIT_MERGE_STREAM = 0x5D1A
 
 
 class Params(NamedTuple):
@@ -92,6 +97,9 @@ class Params(NamedTuple):
     sampler: str = "parallel"
     num_blocks: int = 64
     chunk_size: int = 8192
+    init: str = "random"
+    sentences_per_block: int = 0
+    split_merge_steps: int = 0
 
 
 class Data(NamedTuple):
@@ -180,7 +188,9 @@ def prepare(corpus: Corpus, params: Params) -> Data:
     once_words, once_counts = _columns_where(words, counts, counts == 1)
     rep_words, rep_counts = _columns_where(words, counts, counts >= 2)
     sent_doc = np.searchsorted(corpus.doc_offsets, offsets[:-1], side="right") - 1
-    blocks, valid = strided_blocks(s, params.num_blocks)
+    nb = params.num_blocks if params.sentences_per_block <= 0 else max(
+        params.num_blocks, -(-s // params.sentences_per_block))
+    blocks, valid = strided_blocks(s, nb)
     return Data(
         sent_doc=jnp.asarray(np.append(sent_doc, 0).astype(np.int32)),
         once_words=jnp.asarray(once_words), once_counts=jnp.asarray(once_counts),
@@ -260,8 +270,24 @@ def state_from_assignments(z: Array, data: Data, params: Params, real: Array | N
 
 def init(key: Array, data: Data, params: Params) -> State:
     """Initial state: a uniform random topic for every sentence."""
-    s, _, _ = _sizes(data)
-    return state_from_assignments(jax.random.randint(key, (s,), 0, params.num_topics), data, params)
+    s, _, v = _sizes(data)
+    if params.init == "random":
+        return state_from_assignments(jax.random.randint(key, (s,), 0, params.num_topics), data, params)
+    st = state_from_assignments(jnp.zeros((s,), jnp.int32), data, params)
+    st = jax.tree_util.tree_map(jnp.zeros_like, st)._replace(token_sentence=st.token_sentence)
+    u = jax.random.uniform(key, (s,))
+
+    def step(i, st):
+        pos = i[None]
+        sent = _sentence_inputs(data, pos)
+        new = categorical_logits(u[pos], _log_weights(sent, jnp.zeros((1,), jnp.int32), st, params, v, exclude_own=False))
+        w = jnp.ones((1,), jnp.int32)
+        m = sent.words.shape[-1]
+        return State(z=st.z.at[pos].set(new),
+                     doc_topic=st.doc_topic.at[sent.doc, new].add(1),
+                     word_topic=st.word_topic.at[sent.words.reshape(-1), jnp.repeat(new, m)].add(sent.counts.reshape(-1)),
+                     topic=st.topic.at[new].add(sent.length), token_sentence=st.token_sentence)
+    return jax.lax.fori_loop(0, s, step, st)
 
 
 def _log_weights(sent: _Sentences, old: Array, state: State, params: Params, v: int,
@@ -355,6 +381,108 @@ def _chunk_rows(data: Data, params: Params) -> int:
 _KERNELS = {"sequential": _sequential_sweep, "parallel": _parallel_sweep}
 
 
+# --------------------------------------------------------------------------------------------
+# split-merge: exact Metropolis-Hastings reallocation of the sentences of two topics
+
+
+def _reallocate(key: Array, state: State, data: Data, params: Params,
+                axis_name: str | None = None) -> tuple[State, Array, Array]:
+    """One exact Metropolis-Hastings move that re-deals all sentences of two topics a, b between
+    them (a sequentially-allocated split-merge move, Dahl 2003's SAMS for a fixed K).
+
+    Pair: a = the topic of a uniformly drawn sentence, b uniform among the other K - 1 topics;
+    the pair {a, b} is then chosen with probability (S_a + S_b) / (S (K - 1)) (S_k: sentences of
+    topic k), the same before and after any re-dealing of their sentences. Proposal: the
+    sentences of a and b, in a uniformly random order, are dealt one by one to a or b from
+    empty tables, each drawn from eq. (10) restricted to {a, b} given those dealt before it;
+    q(z') is the product of these draws' probabilities. The order is independent of the state,
+    so the reverse move's q(z) is the product along the same order with the present labels
+    forced. Because eq. (10) in sequence is the chain rule of the collapsed joint (the
+    document denominator c_m + K alpha is the same on both paths), p(z') / p(z) is the ratio
+    of the products of the unnormalised weights, and the acceptance ratio
+    p(z') q(z) / (p(z) q(z')) = prod_i W'_i / prod_i W_i with W_i = w_ia + w_ib the sum of the
+    two weights at step i of each path. Moving a merged pair of planted topics apart (or
+    filling an empty topic) is thus one move, where single-sentence Gibbs moves would have to
+    pass a sentence through a topic whose words it does not share (a factor ~ (1/V)^N_s).
+
+    `axis_name` (a sharded sweep): the two topics' sentences of every shard are gathered and
+    every shard deals all of them alike (shared key), keeping the global tables equal; each
+    shard keeps its own sentences' topics and document rows. Returns (state, accepted,
+    tokens moved on this shard)."""
+    s, d, v = _sizes(data)
+    k = params.num_topics
+    shard = 0 if axis_name is None else jax.lax.axis_index(axis_name)
+    k_pair, k_b, k_order, k_draw, k_acc = jax.random.split(shared_key(key, axis_name), 5)
+    z = state.z[:s]
+    sizes = shard_sum(state.doc_topic.sum(0), axis_name)                  # sentences per topic
+    a = jax.random.categorical(k_pair, jnp.log(sizes.astype(jnp.float32)))
+    b = (a + 1 + jax.random.randint(k_b, (), 0, k - 1)) % k
+    member = (data.sent_len[:s] > 0) & ((z == a) | (z == b))
+    prio = jnp.where(member, jax.random.uniform(jax.random.fold_in(k_order, shard), (s,)), 2.0)
+    cur = (z == b).astype(jnp.int32)                                       # label 0 = a, 1 = b
+    doc = data.sent_doc[:s] + shard * d                                    # over all shards
+    gathered = exchange(axis_name, prio, cur, doc, data.once_words[:s], data.once_counts[:s],
+                        data.rep_words[:s], data.rep_counts[:s], data.sent_len[:s])
+    order = jnp.argsort(gathered[0])                      # members first, in a random order
+    prio, cur, doc, ow, oc, rw, rc, ln = (x[order] for x in gathered)
+    count = jnp.sum(prio < 1.5)
+    u = jax.random.uniform(k_draw, prio.shape)
+    alpha, beta = params.alpha, params.beta
+
+    def weights(tables, i):
+        wt, tt, dt = tables
+        once = oc[i].astype(jnp.float32) @ jnp.log(wt[ow[i]].astype(jnp.float32) + beta)
+        rep = block_log_predictive(wt[rw[i]], rc[i], tt, ln[i], beta, v * beta)
+        return jnp.log(dt[doc[i]].astype(jnp.float32) + alpha) + once + rep
+
+    def add(tables, i, label):
+        wt, tt, dt = tables
+        m = ow.shape[1] + rw.shape[1]
+        words = jnp.concatenate([ow[i], rw[i]])
+        counts = jnp.concatenate([oc[i], rc[i]])
+        return (wt.at[words, jnp.full((m,), label)].add(counts), tt.at[label].add(ln[i]),
+                dt.at[doc[i], label].add(1))
+
+    def step(i, carry):
+        prop, pres, labels, log_ratio = carry
+        lp, lc = weights(prop, i), weights(pres, i)
+        norm_p = jax.nn.logsumexp(lp)
+        new = (u[i] < jnp.exp(lp[1] - norm_p)).astype(jnp.int32)
+        return (add(prop, i, new), add(pres, i, cur[i]), labels.at[i].set(new),
+                log_ratio + (norm_p - jax.nn.logsumexp(lc)))
+
+    empty = (jnp.zeros((v, 2), jnp.int32), jnp.zeros((2,), jnp.int32),
+             jnp.zeros((doc.shape[0] // s * d, 2), jnp.int32))
+    (wt, tt, dt), _, labels, log_ratio = jax.lax.fori_loop(
+        0, count, step, (empty, empty, jnp.zeros_like(cur), jnp.float32(0)))
+    accept = (jnp.log(jax.random.uniform(k_acc)) < log_ratio)
+    mine = jax.lax.dynamic_slice_in_dim(jnp.zeros_like(labels).at[order].set(labels), shard * s, s)
+    new_z = jnp.where(member & accept, jnp.where(mine == 1, b, a), z)
+    pair = jnp.stack([a, b])
+    rows = jax.lax.dynamic_slice_in_dim(dt, shard * d, d)
+    state = State(
+        z=state.z.at[:s].set(new_z),
+        doc_topic=jnp.where(accept, state.doc_topic.at[:, pair].set(rows), state.doc_topic),
+        word_topic=jnp.where(accept, state.word_topic.at[:, pair].set(wt), state.word_topic),
+        topic=jnp.where(accept, state.topic.at[pair].set(tt), state.topic),
+        token_sentence=state.token_sentence)
+    moved = jnp.sum(jnp.where(new_z != z, data.sent_len[:s], 0))
+    return state, accept, moved
+
+
+def _split_merge(key: Array, state: State, data: Data, params: Params,
+                 axis_name: str | None = None) -> tuple[State, Array]:
+    """``params.split_merge_steps`` moves of `_reallocate` (keys fold_in(key, i)); returns the
+    state and the tokens they moved on this shard."""
+    def body(i, carry):
+        st, moved = carry
+        st, _, m = _reallocate(jax.random.fold_in(key, i), st, data, params, axis_name)
+        return st, moved + m
+    if params.split_merge_steps == 0 or params.num_topics < 2:
+        return state, jnp.int32(0)
+    return jax.lax.fori_loop(0, params.split_merge_steps, body, (state, jnp.int32(0)))
+
+
 def sweep(key: Array, state: State, data: Data, params: Params,
           axis_name: str | None = None) -> tuple[State, SweepInfo]:
     """One sweep of the kernel ``params.sampler`` over all sentences; pure and jit/vmap-able.
@@ -363,8 +491,20 @@ def sweep(key: Array, state: State, data: Data, params: Params,
     axis: the parallel kernel exchanges every block's word-topic and topic moves between the
     shards (the blocked sweep whose block b is the union of the shards' blocks b)."""
     if axis_name is None:
-        return _KERNELS[params.sampler](key, state, data, params)
-    return sharded_sweep(_parallel_sweep, key, state, data, params, axis_name)
+        return _with_split_merge(_KERNELS[params.sampler], key, state, data, params)
+    return sharded_sweep(partial(_with_split_merge, _parallel_sweep), key, state, data, params,
+                         axis_name)
+
+
+def _with_split_merge(kernel, key: Array, state: State, data: Data, params: Params,
+                      axis_name: str | None = None) -> tuple[State, SweepInfo]:
+    """The Gibbs sweep `kernel` (key `key`), then ``params.split_merge_steps`` split-merge moves
+    (key ``fold_in(key, _SPLIT_MERGE_STREAM)``); ``changed`` counts the tokens of both."""
+    state, info = (kernel(key, state, data, params) if axis_name is None
+                   else kernel(key, state, data, params, axis_name))
+    state, moved = _split_merge(jax.random.fold_in(key, _SPLIT_MERGE_STREAM), state, data,
+                                params, axis_name)
+    return state, info._replace(changed=info.changed + moved)
 
 
 # --------------------------------------------------------------------------------------------
