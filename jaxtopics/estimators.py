@@ -26,7 +26,8 @@ import numpy as np
 
 from . import __version__, memory
 from .corpus import Corpus, TextOptions, split_sentences
-from .errors import CorpusError, FormatError, ParameterError, ShardLayoutWarning, UnknownWordsWarning
+from .errors import (CorpusError, FormatError, ParameterError, ShardLayoutWarning, UnknownWordsWarning,
+                     warn_caller)
 from .fit import TracePoint, chain_keys, in_32_bits, run_sweeps
 from .io import CHECKSUM_KEY, decode_strings, encode_strings, load_model_file, save_model_file
 from .models import dmm, dpmm, dpmrm, hdp, lda, ptm, slda
@@ -476,26 +477,29 @@ class FittedModel:
         return np.asarray(theta)[:info.num_docs]
 
     @in_32_bits
-    def perplexity(self, corpus: Corpus, num_sweeps: int = 50, seed: int = 0) -> float:
-        """Held-out perplexity exp(-log p(corpus) / N) of unseen documents (in log space), for the
-        models whose module defines ``held_out_log_likelihood(key, state, data, params,
-        num_sweeps)`` (e.g. DP-MRM: fold-in against the fitted topics, seed 004's corrected theta)."""
-        fn = getattr(self._module, "held_out_log_likelihood", None)
-        if fn is None:
-            raise ParameterError(f"perplexity: the {self.model!r} model has no held-out likelihood")
-        if not isinstance(corpus, Corpus):
-            raise CorpusError(f"perplexity expects a jaxtopics.Corpus, got {type(corpus).__name__}")
-        num_sweeps = check_positive_int(num_sweeps, "num_sweeps")
-        key = seed_key(seed)
-        mapped, info = _map_new_documents(self, corpus)      # words and labels matched by name
-        self.last_transform = info
-        if info.num_tokens == 0:
-            raise CorpusError("perplexity: no token of the corpus is in the model's vocabulary")
-        _warn_unknown_words(info, "perplexity", f"the perplexity is of the other "
-                            f"{info.num_tokens} tokens")
-        data = self._module.prepare(mapped, self.params)
-        ll = fn(key, self._state, data, self.params, num_sweeps)
-        return float(np.exp(-float(ll) / info.num_tokens))
+    def log_likelihood(self, docs: Corpus | Iterable[str], method: str | None = None,
+                       seed: int = 0, **options: Any) -> np.ndarray:
+        """Held-out log p(w_d | trained model) [D] float64 in nats, one value per document.
+
+        `docs`: a Corpus or raw texts, matched to the model's vocabulary by word as in
+        ``transform``. `method`: "left_to_right" (Wallach et al. 2009; the default of the token
+        and sentence models), "completion" (theta folded in from each document's first half,
+        the second half scored), "exact" (DMM, DPMM: the sum over clusters, their default),
+        "corrected_theta" (DP-MRM's own, its default). Options: ``num_particles=10``
+        (left-to-right), ``num_sweeps=50`` (fold-in). See ``jaxtopics.evaluation``.
+
+        Example: ``model.log_likelihood(["a held-out text"], seed=1)`` -> ``array([-23.1])``.
+        """
+        from . import evaluation
+        return evaluation.log_likelihood(self, docs, method, seed, **options)
+
+    @in_32_bits
+    def perplexity(self, docs: Corpus | Iterable[str], method: str | None = None, seed: int = 0,
+                   **options: Any) -> float:
+        """Held-out perplexity exp(-sum_d log p(w_d) / scored tokens) (``log_likelihood``'s
+        methods and options; "completion" scores the second halves' tokens)."""
+        from . import evaluation
+        return evaluation.perplexity(self, docs, method, seed, **options)
 
     @in_32_bits
     def save(self, path: str | os.PathLike) -> None:
@@ -997,12 +1001,11 @@ def params_repr(params: Any) -> str:
 def _warn_unknown_words(info: "TransformInfo", what: str, consequence: str) -> None:
     """The UnknownWordsWarning of a read-out of new documents that dropped unknown words."""
     if info.dropped_tokens:
-        warnings.warn(
+        warn_caller(
             f"{what}: {info.dropped_tokens} of {info.dropped_tokens + info.num_tokens} tokens "
             f"({len(info.unknown_words)} distinct words, e.g. "
             f"{', '.join(map(repr, info.unknown_words[:5]))}) are not in the model's vocabulary "
-            f"and were dropped; {consequence}",
-            UnknownWordsWarning, stacklevel=4)  # the caller of transform/perplexity, past in_32_bits
+            f"and were dropped; {consequence}", UnknownWordsWarning)
 
 
 def _empty_topics(model: FittedModel) -> np.ndarray:

@@ -293,9 +293,8 @@ def test_held_out_corpus_must_use_the_fitted_labels() -> None:
         model.perplexity(more)                      # labels are matched by name
     with pytest.raises(CorpusError, match="labels missing"):
         model.transform(jt.Corpus.from_token_lists([["w1"]], vocab=train.vocab))
-    lda = jt.LDA(num_topics=2).fit(jt.Corpus.from_token_lists([["a", "b"]]), num_sweeps=1)
-    with pytest.raises(ParameterError, match="no held-out likelihood"):
-        lda.perplexity(jt.Corpus.from_token_lists([["a"]]))
+    with pytest.raises(ParameterError, match="method must be one of .'corrected_theta', 'completion'"):
+        model.perplexity(test, method="left_to_right")
 
 
 # ------------------------------------------------------------------------------------------

@@ -540,6 +540,33 @@ def assignments(state: State) -> np.ndarray:
     return np.repeat(np.asarray(state.z[:d]), np.asarray(state.doc_counts[:d].sum(1)))
 
 
+#: held-out methods (``jaxtopics.evaluation``): the exact sum over clusters is the default
+HELD_OUT_METHODS = ("exact", "completion")
+DEFAULT_HELD_OUT_METHOD = "exact"
+
+
+def held_out_exact(state: State, new_data: Data, params: Params) -> Array:
+    """log p(w_d | fitted model) [D_new] of unseen documents, exactly: the sum over clusters of
+    (m_k + alpha) / (D + K alpha) (eq. 25) times the Polya predictive of the document's words
+    given cluster k's counts (the product of eq. 24), in log space."""
+    d, _, _ = _sizes(new_data)
+    if new_data.items.size and int(jnp.max(new_data.items)) >= state.word_cluster.shape[0]:
+        raise ParameterError("held_out_exact: new documents use word ids outside the fitted vocabulary")
+    fitted = state.z.shape[0] - 1
+    log_norm = jnp.log(jnp.float32(fitted + params.num_clusters * params.alpha))
+
+    def chunk(xs):
+        items, counts, length = xs
+        none = jnp.zeros(length.shape, jnp.int32)
+        logits = (prior_log_weight(state.cluster_docs[None, :], params)
+                  + doc_log_predictive(state, items, counts, length, none, params.beta, None,
+                                       jnp.zeros(length.shape, bool)))
+        return jax.nn.logsumexp(logits, axis=-1) - log_norm
+
+    return chunked_map(chunk, (new_data.items[:d], new_data.counts[:d], new_data.length[:d]),
+                       readout_rows(new_data.items.shape[1], params.num_clusters))
+
+
 def fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps: int = 50) -> Array:
     """p(cluster | unseen document) [D_new, K]: (24) against the fitted counts, exactly (no
     sampling: a new document's cluster given the training clusters has this closed form;

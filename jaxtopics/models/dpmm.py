@@ -401,6 +401,27 @@ def assignments(state: State) -> Array:
     return np.repeat(labels, np.asarray(length))
 
 
+#: held-out methods (``jaxtopics.evaluation``): the exact sum over clusters is the default
+HELD_OUT_METHODS = ("exact", "completion")
+DEFAULT_HELD_OUT_METHOD = "exact"
+
+
+def held_out_exact(state: State, new_data: Data, params: Params) -> Array:
+    """log p(w_d | fitted model) [D_new] of unseen documents, exactly: the sum over the active
+    clusters of m_k / (D + alpha) times the Polya predictive of the document given cluster k's
+    counts (31), plus the new cluster's alpha / (D + alpha) times the prior predictive (32)."""
+    d = new_data.items.shape[0] - 1
+    if new_data.items.size and int(jnp.max(new_data.items)) >= state.word_cluster.shape[0]:
+        raise ParameterError("held_out_exact: new documents use word ids outside the fitted vocabulary")
+    items, counts, length = new_data.items[:d], new_data.counts[:d], new_data.length[:d]
+    logits = _slot_logits(state, params, items, counts, length, jnp.zeros((d,), jnp.int32), False)
+    v = state.word_cluster.shape[0]
+    new = jnp.log(jnp.float32(params.alpha)) + empty_log_predictive(counts, length, params.beta, v, None)
+    fitted = jnp.sum(state.cluster_docs).astype(jnp.float32)
+    total = jnp.logaddexp(jax.nn.logsumexp(logits, axis=-1), new)
+    return total - jnp.log(fitted + params.alpha)
+
+
 def fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps: int = 50) -> Array:
     """p(cluster | unseen document) [D_new, C] over the active clusters: (31) against the fitted
     counts, normalised over the active clusters (exact; `key` and `num_sweeps` are unused)."""

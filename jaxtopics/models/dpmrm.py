@@ -1165,10 +1165,22 @@ def held_out_log_likelihood(key: Array, state: State, new_data: Data, params: Pa
     section 4.3 with the corrected theta and the new-topic terms, psi_new = 1/V), psi the fitted
     phi, theta from ``fold_in``'s document steps; evaluated in log space (logsumexp), so a long
     document does not underflow. Perplexity = exp(-this / N_test)."""
+    return float(np.sum(held_out_doc_log_likelihood(key, state, new_data, params, num_sweeps)))
+
+
+#: held-out methods (``jaxtopics.evaluation``): seed 004's corrected theta is the default
+HELD_OUT_METHODS = ("corrected_theta", "completion")
+DEFAULT_HELD_OUT_METHOD = "corrected_theta"
+
+
+def held_out_doc_log_likelihood(key: Array, state: State, new_data: Data, params: Params,
+                                num_sweeps: int = 50) -> np.ndarray:
+    """``held_out_log_likelihood`` per document [D_new] (the same terms, summed by document)."""
     _check_new_data(state, new_data, num_sweeps)
     theta = _fold_in(key, state, new_data, params, num_sweeps)
     params = Params(beta=params.beta, chunk_size=params.chunk_size)      # all it depends on
-    return float(_log_likelihood(theta, state, new_data, params))
+    d = new_data.doc_start.shape[0] - 1
+    return np.asarray(_log_likelihood(theta, state, new_data, params), np.float64)[:d]
 
 
 @partial(jax.jit, static_argnums=(3,))
@@ -1186,4 +1198,5 @@ def _log_likelihood(theta: Array, state: State, new_data: Data, params: Params) 
         terms = jnp.concatenate([log_theta[doc] + log_phi, log_new[doc][:, None]], axis=1)
         return jax.scipy.special.logsumexp(terms, axis=1)
 
-    return jnp.sum(chunked_map(per_token, (new_data.word, new_data.doc), params.chunk_size))
+    per = chunked_map(per_token, (new_data.word, new_data.doc), params.chunk_size)
+    return jax.ops.segment_sum(per, new_data.doc, num_segments=theta.shape[0] + 1)

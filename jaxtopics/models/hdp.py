@@ -1208,6 +1208,26 @@ def estimate(state: State, params: Params) -> dict[str, Array]:
             "sampled_alpha": np.float32(alpha), "sampled_gamma": np.float32(gamma)}
 
 
+def held_out_prior(state: State, params: Params):
+    """Left-to-right pieces (``jaxtopics.evaluation``): the CRF predictive of a new document
+    with the fitted table counts held fixed, a_k = alpha m_k / (m + gamma) over the active
+    topics (``estimate``'s order) plus one new-topic component of mass alpha gamma / (m + gamma)
+    whose word predictive is the base measure's, 1/V; log phi as in ``estimate``."""
+    from ..evaluation import HeldOutPrior
+
+    slots = active_topics(state)
+    m = np.asarray(state.topic_tables).astype(np.float64)
+    alpha, gamma = float(state.alpha), float(state.gamma)
+    word_topic = np.asarray(state.word_topic)[:, slots].T.astype(np.float64)      # [K, V]
+    v = word_topic.shape[1]
+    sizes = np.asarray(state.topic)[slots].astype(np.float64)
+    log_phi = np.log(word_topic + params.beta) - np.log(sizes[:, None] + v * params.beta)
+    log_phi = np.concatenate([log_phi, np.full((1, v), -np.log(v))])
+    prior = np.append(alpha * m[slots], alpha * gamma) / (m.sum() + gamma)
+    return HeldOutPrior(jnp.asarray(log_phi, jnp.float32), jnp.asarray(prior[None, :], jnp.float32),
+                        jnp.zeros((1,), jnp.float32))
+
+
 def assignments(state: State) -> Array:
     """Topic of every token [N] int32 (aligned with ``corpus.word_ids``), numbered as the rows of
     ``estimate``'s phi (active topics, largest first)."""

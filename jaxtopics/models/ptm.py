@@ -473,6 +473,22 @@ def estimate(state: State, params: Params) -> dict[str, Array]:
             "pseudo_doc_topic": pseudo, "pseudo_labels": state.pseudo}
 
 
+def held_out_prior(state: State, params: Params):
+    """Left-to-right pieces (``jaxtopics.evaluation``): a new short document first joins a
+    pseudo-document l, p(l) = (M_l + lam) / (D + P lam) (eq. 36's first factor), and its tokens'
+    topics are then a Polya urn started at the pseudo-document's counts, a_k = N_l^k + alpha;
+    log phi = log (n_k^w + beta) / (n_k + V beta). l is summed out exactly."""
+    from ..evaluation import HeldOutPrior
+
+    v = state.word_topic.shape[0]
+    log_phi = (jnp.log(state.word_topic.T.astype(jnp.float32) + params.beta)
+               - jnp.log(state.topic[:, None].astype(jnp.float32) + v * params.beta))
+    prior = state.pseudo_topic.astype(jnp.float32) + params.alpha                     # [P, K]
+    docs = state.pseudo_docs.astype(jnp.float32)
+    log_weight = jnp.log(docs + params.lam) - jnp.log(jnp.sum(docs) + docs.shape[0] * params.lam)
+    return HeldOutPrior(log_phi, prior, log_weight)
+
+
 def state_shapes(params: Params, num_tokens: int, num_docs: int, num_words: int) -> State:
     """The shape and dtype of every State array (checked when a model file is read)."""
     k, p = params.num_topics, params.num_pseudo_docs

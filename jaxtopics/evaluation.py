@@ -1,0 +1,331 @@
+"""Held-out likelihood of unseen documents under a fitted model, one definition for every model.
+
+``log_likelihood(model, docs, method)`` is log p(w_d | trained model) in nats, one value per
+document; ``perplexity`` is exp(-sum_d log p(w_d) / scored tokens). The trained model enters
+through its point estimates: phi [K, V] (``model.topic_word``) and the prior of a new document's
+topic proportions, which each model module supplies (``held_out_prior``; LDA's alpha by default).
+
+Methods:
+
+* ``"left_to_right"`` (Wallach, Murray, Salakhutdinov & Mimno 2009, algorithm 3): R particles
+  walk the document left to right; at position n every particle resamples the topics of units
+  1..n-1 (one collapsed Gibbs step each), then contributes
+  p(w_n | w_<n, z_<n) = sum_k p(w_n | k) (N_k^<n + a_k) / (n - 1 + sum_k a_k)
+  and draws z_n; log p(w_d) ~= sum_n log mean_r p_n^r (an unbiased estimate of p(w_d) per
+  position product; in log space it is a consistent lower-biased estimate, as usual).
+  A unit is a token (LDA, HDP, PTM) or a sentence whose tokens share a topic (Sentence-LDA,
+  log p(sentence | k) = sum_i log phi_k,w_i). Models whose documents first pick a group
+  (PTM: a pseudo-document l with p(l) = (M_l + lambda) / (D + P lambda), whose fitted topic
+  counts join the prior: a_k = N_lk + alpha) sum the group out exactly. HDP's prior is the CRF
+  predictive of a new document, a_k = alpha m_k / (m + gamma) with the fitted table counts held
+  fixed, plus one new-topic component of mass alpha gamma / (m + gamma) and p(w | new) = 1/V
+  (the base measure's predictive).
+* ``"completion"`` (document completion, Wallach et al. 2009 section 4.2): each document's
+  tokens are split at half (the first floor(N_d / 2) tokens, in document order, and the rest);
+  theta is folded in from the first half (``transform``'s fold-in), and the second half is
+  scored, log p = sum_{i in 2nd half} log sum_k theta_k phi_k,w_i. The same split for every
+  model; the value is of the second half only (and its tokens are the ones counted).
+* ``"exact"`` (DMM, DPMM: one cluster per document): the sum over clusters of the Polya
+  predictive, supplied by the module (``held_out_exact``).
+
+Everything is in log space, vectorised over documents and particles, seeded (document d uses
+``fold_in(key, d)``: the value of a document does not depend on which others are scored with
+it), and bitwise reproducible.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import Array
+
+from .corpus import Corpus
+from .errors import CorpusError, ParameterError
+from .validate import check_positive_int, seed_key
+
+__all__ = ["HeldOutPrior", "METHODS", "default_method", "log_likelihood", "perplexity",
+           "left_to_right"]
+
+METHODS = ("left_to_right", "completion", "exact", "corrected_theta")
+
+
+class HeldOutPrior(NamedTuple):
+    """What left-to-right needs of a fitted model (``held_out_prior(state, params)`` of a model
+    module). log_phi [K', V]: log p(word | component) (a new-topic component included where the
+    model has one); prior [G, K']: the Dirichlet prior of a new document's topic proportions
+    under each of G groups; log_weight [G]: log p(group) (one group of weight 1 for most)."""
+
+    log_phi: Array
+    prior: Array
+    log_weight: Array
+
+
+def default_method(module: Any) -> str:
+    """The model's own method: ``default_held_out_method`` of its module, else left-to-right."""
+    return getattr(module, "DEFAULT_HELD_OUT_METHOD", "left_to_right")
+
+
+def methods_of(module: Any) -> tuple[str, ...]:
+    """The methods a model module supports."""
+    return getattr(module, "HELD_OUT_METHODS", ("left_to_right", "completion"))
+
+
+def _lda_like_prior(model: Any) -> HeldOutPrior:
+    """Symmetric alpha over the fitted topics, one group (LDA, Sentence-LDA)."""
+    phi = np.asarray(model.topic_word, np.float64)
+    k = phi.shape[0]
+    return HeldOutPrior(jnp.asarray(np.log(phi), jnp.float32),
+                        jnp.full((1, k), model.params.alpha, jnp.float32), jnp.zeros((1,), jnp.float32))
+
+
+def _draw(logw: Array, u: Array) -> Array:
+    """Index drawn from unnormalised log-weights `logw` [K] with one uniform `u` (inverse CDF)."""
+    c = jnp.cumsum(jnp.exp(logw - jnp.max(logw)))
+    return jnp.minimum(jnp.sum(c < u * c[-1]), logw.shape[0] - 1).astype(jnp.int32)
+
+
+def _particle(key: Array, ll: Array, length: Array, prior: Array) -> Array:
+    """One left-to-right particle over one document: log p(unit_n | units_<n, z_<n) [L] (0 past
+    `length`). ll [L, K]: log p(unit_n | k); prior [K]: a_k."""
+    size, k = ll.shape
+    total = jnp.sum(prior)
+
+    def step(carry, n):
+        z, counts = carry
+        u = jax.random.uniform(jax.random.fold_in(key, n), (size + 1,))
+
+        def resample(m, c):
+            z, counts = c
+            counts = counts.at[z[m]].add(-1.0)
+            new = _draw(ll[m] + jnp.log(counts + prior), u[m])
+            return z.at[m].set(new), counts.at[new].add(1.0)
+
+        before = jnp.minimum(n, length)
+        z, counts = jax.lax.fori_loop(0, before, resample, (z, counts))
+        logw = ll[n] + jnp.log(counts + prior)
+        lp = jax.scipy.special.logsumexp(logw) - jnp.log(before.astype(jnp.float32) + total)
+        valid = n < length
+        new = _draw(logw, u[size])
+        return (z.at[n].set(new), counts.at[new].add(valid.astype(jnp.float32))), jnp.where(valid, lp, 0.0)
+
+    init = (jnp.zeros((size,), jnp.int32), jnp.zeros((k,), jnp.float32))
+    _, lp = jax.lax.scan(step, init, jnp.arange(size))
+    return lp
+
+
+@partial(jax.jit, static_argnums=(6,))
+def _left_to_right_batch(keys: Array, words: Array, units: Array, lengths: Array,
+                         pieces: HeldOutPrior, token_mask: Array, num_particles: int) -> Array:
+    """log p(doc) [B] of a batch: words, units [B, T] (unit index of each token slot, T slots),
+    token_mask [B, T], lengths [B] (units per document)."""
+    log_phi_t = pieces.log_phi.T                                              # [V, K]
+    b, t = words.shape
+    size = t                                                # at most one unit per token
+    tok = jnp.where(token_mask[..., None], log_phi_t[jnp.where(token_mask, words, 0)], 0.0)
+    ll = jnp.zeros((b, size, log_phi_t.shape[1]), jnp.float32)
+    ll = ll.at[jnp.arange(b)[:, None], units].add(tok)                       # [B, L, K]
+
+    def doc(key, ll_d, length):
+        def group(prior, g):
+            pkeys = jax.vmap(lambda r: jax.random.fold_in(jax.random.fold_in(key, g), r))(
+                jnp.arange(num_particles))
+            lp = jax.vmap(_particle, in_axes=(0, None, None, None))(pkeys, ll_d, length, prior)
+            per_pos = jax.scipy.special.logsumexp(lp, axis=0) - jnp.log(jnp.float32(num_particles))
+            return jnp.sum(per_pos)
+        per_group = jax.vmap(group)(pieces.prior, jnp.arange(pieces.prior.shape[0]))
+        return jax.scipy.special.logsumexp(per_group + pieces.log_weight)
+
+    return jax.vmap(doc)(keys, ll, lengths)
+
+
+def left_to_right(key: Array, pieces: HeldOutPrior, word_ids: np.ndarray, doc_offsets: np.ndarray,
+                  unit_offsets: np.ndarray | None = None, num_particles: int = 10) -> np.ndarray:
+    """log p(w_d) [D] float64 by the left-to-right algorithm (module docstring). `unit_offsets`:
+    token offsets of units sharing a topic (sentences; None: every token is a unit), nested in
+    the documents. Documents are scored in groups of similar length (padded to a power of 2)."""
+    num_particles = check_positive_int(num_particles, "num_particles")
+    word_ids = np.asarray(word_ids, np.int64)
+    doc_offsets = np.asarray(doc_offsets, np.int64)
+    d = doc_offsets.shape[0] - 1
+    n = word_ids.shape[0]
+    if unit_offsets is None:
+        unit_of_token = np.arange(n, dtype=np.int64)
+        unit_start_of_doc = doc_offsets[:-1]
+    else:
+        unit_offsets = np.asarray(unit_offsets, np.int64)
+        unit_of_token = np.repeat(np.arange(unit_offsets.shape[0] - 1), np.diff(unit_offsets))
+        unit_start_of_doc = np.searchsorted(unit_offsets, doc_offsets[:-1])
+    lengths_tok = np.diff(doc_offsets)
+    doc_of_token = np.repeat(np.arange(d), lengths_tok)
+    local_unit = unit_of_token - unit_start_of_doc[doc_of_token]
+    units_per_doc = np.zeros(d, np.int64)
+    if n:
+        np.maximum.at(units_per_doc, doc_of_token, local_unit + 1)
+    out = np.zeros(d, np.float64)
+    k_comp, g = pieces.prior.shape[1], pieces.prior.shape[0]
+    order = np.argsort(lengths_tok, kind="stable")
+    order = order[lengths_tok[order] > 0]                       # an empty document: log p = 0
+    buckets = np.maximum(8, 2 ** np.ceil(np.log2(np.maximum(lengths_tok[order], 1)))).astype(np.int64)
+    for size in np.unique(buckets):
+        docs = order[buckets == size]
+        per_batch = max(1, min(len(docs), (1 << 22) // int(size * max(k_comp, g * num_particles))))
+        per_batch = 1 << int(math.floor(math.log2(per_batch)))            # few distinct shapes
+        for start in range(0, len(docs), per_batch):
+            batch = docs[start:start + per_batch]
+            pad = per_batch - len(batch)
+            idx = np.concatenate([batch, np.full(pad, batch[0])])
+            cols = np.arange(size)
+            tok_idx = doc_offsets[idx][:, None] + cols[None, :]
+            mask = cols[None, :] < lengths_tok[idx][:, None]
+            tok_idx = np.where(mask, tok_idx, 0)
+            words = np.where(mask, word_ids[tok_idx] if n else 0, 0).astype(np.int32)
+            units = np.where(mask, local_unit[tok_idx] if n else 0, size - 1).astype(np.int32)
+            keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.asarray(idx, jnp.int32))
+            vals = _left_to_right_batch(keys, jnp.asarray(words), jnp.asarray(units),
+                                        jnp.asarray(units_per_doc[idx], jnp.int32), pieces,
+                                        jnp.asarray(mask), num_particles)
+            out[batch] = np.asarray(vals, np.float64)[:len(batch)]
+    return out
+
+
+def split_halves(corpus: Corpus) -> tuple[Corpus, Corpus]:
+    """(first halves, second halves) of every document: the first floor(N_d / 2) tokens in
+    document order, and the rest (sentence boundaries cut at the split)."""
+    offsets = np.asarray(corpus.doc_offsets, np.int64)
+    lengths = np.diff(offsets)
+    mid = offsets[:-1] + lengths // 2
+    first = np.concatenate([np.arange(a, m) for a, m in zip(offsets[:-1], mid)] or [np.zeros(0, np.int64)])
+    second = np.concatenate([np.arange(m, b) for m, b in zip(mid, offsets[1:])] or [np.zeros(0, np.int64)])
+    off1 = np.concatenate([[0], np.cumsum(lengths // 2)])
+    off2 = np.concatenate([[0], np.cumsum(lengths - lengths // 2)])
+
+    def part(tokens, offs, lo):
+        sentences = None
+        if corpus.sentence_offsets is not None:
+            s = np.asarray(corpus.sentence_offsets, np.int64)
+            keep = []
+            for dd in range(lengths.shape[0]):
+                a, b = (offsets[dd], mid[dd]) if lo else (mid[dd], offsets[dd + 1])
+                inner = s[(s > a) & (s < b)]
+                keep.append(np.concatenate([[a], inner]) - a + offs[dd] if b > a else np.zeros(0, np.int64))
+            sentences = np.unique(np.concatenate(keep + [[offs[-1]]]).astype(np.int64))
+        return Corpus.from_arrays(corpus.word_ids[tokens].astype(np.int32), offs, corpus.vocab,
+                                  sentence_offsets=sentences, **_labels_of(corpus))
+
+    return part(first, off1, True), part(second, off2, False)
+
+
+def _labels_of(corpus: Corpus) -> dict[str, Any]:
+    if corpus.label_offsets is not None:
+        return {"labels": corpus.label_sets, "label_names": corpus.label_names}
+    return {}
+
+
+def log_likelihood(model: Any, docs: Any, method: str | None = None, seed: int = 0,
+                   **options: Any) -> np.ndarray:
+    """log p(w_d | model) [D] float64 in nats (see the module docstring); `docs` a Corpus or raw
+    texts, matched to the model's vocabulary by word as ``transform`` does (unknown words
+    dropped, counted in ``model.last_transform``, UnknownWordsWarning). Options:
+    ``num_particles`` (left-to-right, default 10), ``num_sweeps`` (completion's fold-in and
+    DP-MRM's corrected theta, default 50)."""
+    return _evaluate(model, docs, method, seed, options, "log_likelihood")[0]
+
+
+def perplexity(model: Any, docs: Any, method: str | None = None, seed: int = 0,
+               **options: Any) -> float:
+    """exp(-sum_d log p(w_d) / scored tokens): the tokens of known words, or with "completion"
+    those of the second halves."""
+    ll, scored = _evaluate(model, docs, method, seed, options, "perplexity")
+    if scored == 0:
+        raise CorpusError("perplexity: no token of the documents is in the model's vocabulary"
+                          if model.last_transform.num_tokens == 0 else
+                          "perplexity: no document has a second half to score (completion)")
+    return float(np.exp(-float(np.sum(ll)) / scored))
+
+
+def _evaluate(model: Any, docs: Any, method: str | None, seed: int, options: dict,
+              what: str) -> tuple[np.ndarray, int]:
+    """(log p(w_d) [D], tokens scored) of `method` on `docs`."""
+    from .estimators import _map_new_documents, _warn_unknown_words
+
+    module = model._module
+    method = default_method(module) if method is None else method
+    if method not in methods_of(module):
+        raise ParameterError(f"method must be one of {methods_of(module)} for the {model.model} "
+                             f"model, got {method!r}")
+    allowed = {"left_to_right": {"num_particles"}, "completion": {"num_sweeps"},
+               "exact": set(), "corrected_theta": {"num_sweeps"}}[method]
+    unknown = set(options) - allowed
+    if unknown:
+        raise ParameterError(f"{method}: unknown option(s) {', '.join(sorted(unknown))} (it takes "
+                             f"{', '.join(sorted(allowed)) or 'none'})")
+    key = seed_key(seed)
+    corpus, info = _map_new_documents(model, docs)
+    model.last_transform = info
+    _warn_unknown_words(info, what, f"the log-likelihood is of the other {info.num_tokens} tokens")
+    d = info.num_docs
+    lengths = np.diff(np.asarray(corpus.doc_offsets))[:d] if info.num_tokens else np.zeros(d, np.int64)
+    scored = int(np.sum(lengths - lengths // 2) if method == "completion" else np.sum(lengths))
+    if info.num_tokens == 0:
+        return np.zeros(d, np.float64), 0
+    return _METHODS[method](model, corpus, key, **options)[:d], scored
+
+
+def _left_to_right_method(model: Any, corpus: Corpus, key: Array, num_particles: int = 10) -> np.ndarray:
+    make = getattr(model._module, "held_out_prior", None)
+    pieces = make(model._state, model.params) if make is not None else _lda_like_prior(model)
+    units = corpus.sentence_offsets if getattr(model._module, "HELD_OUT_UNITS", "tokens") == "sentences" else None
+    return left_to_right(key, pieces, corpus.word_ids, corpus.doc_offsets, units, num_particles)
+
+
+def _completion_method(model: Any, corpus: Corpus, key: Array, num_sweeps: int = 50) -> np.ndarray:
+    num_sweeps = check_positive_int(num_sweeps, "num_sweeps")
+    first, second = split_halves(corpus)
+    theta = np.asarray(_fold_in(model, first, key, num_sweeps), np.float64)      # [D, K]
+    phi = np.asarray(model.topic_word, np.float64)                              # [K, V]
+    doc = np.repeat(np.arange(second.num_docs), np.diff(np.asarray(second.doc_offsets)))
+    p = np.einsum("nk,kn->n", theta[doc], phi[:, second.word_ids]) if doc.size else np.zeros(0)
+    out = np.zeros(second.num_docs, np.float64)
+    np.add.at(out, doc, np.log(p))
+    return out
+
+
+def _fold_in(model: Any, corpus: Corpus, key: Array, num_sweeps: int) -> np.ndarray:
+    """theta of the documents of `corpus` (over the model's vocabulary already) by the model's
+    fold-in; a corpus without any token gets the prior mean through a dummy document."""
+    if corpus.num_tokens == 0:
+        dummy = Corpus.from_arrays(np.zeros(1, np.int32), np.append(np.asarray(corpus.doc_offsets), 1),
+                                   model.vocab, sentence_offsets=(None if corpus.sentence_offsets is None
+                                                                  else np.asarray([0, 1])),
+                                   **_extend_labels(corpus))
+        return _fold_in(model, dummy, key, num_sweeps)[:corpus.num_docs]
+    data = model._module.prepare(corpus, model.params)
+    return np.asarray(model._module.fold_in(key, model._state, data, model.params, num_sweeps))
+
+
+def _extend_labels(corpus: Corpus) -> dict[str, Any]:
+    labels = _labels_of(corpus)
+    if labels:
+        labels["labels"] = list(labels["labels"]) + [labels["labels"][-1]]
+    return labels
+
+
+def _exact_method(model: Any, corpus: Corpus, key: Array) -> np.ndarray:
+    data = model._module.prepare(corpus, model.params)
+    return np.asarray(model._module.held_out_exact(model._state, data, model.params), np.float64)
+
+
+def _corrected_theta_method(model: Any, corpus: Corpus, key: Array, num_sweeps: int = 50) -> np.ndarray:
+    num_sweeps = check_positive_int(num_sweeps, "num_sweeps")
+    data = model._module.prepare(corpus, model.params)
+    return np.asarray(model._module.held_out_doc_log_likelihood(key, model._state, data, model.params,
+                                                                num_sweeps), np.float64)
+
+
+_METHODS = {"left_to_right": _left_to_right_method, "completion": _completion_method,
+            "exact": _exact_method, "corrected_theta": _corrected_theta_method}

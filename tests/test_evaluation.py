@@ -1,0 +1,168 @@
+"""Held-out likelihood (jaxtopics.evaluation): left-to-right against brute force, the exact sums
+of the one-cluster-per-document models against their definition, completion, every model's
+shape and sign, reproducibility, and choosing K on a planted corpus."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy.special import gammaln, logsumexp
+
+import jaxtopics as jt
+from jaxtopics.datasets import synthetic_lda
+from jaxtopics.errors import CorpusError, ParameterError
+
+
+def _texts(corpus):
+    return [[corpus.vocab[i] for i in corpus.word_ids[a:b]]
+            for a, b in zip(corpus.doc_offsets[:-1], corpus.doc_offsets[1:])]
+
+
+@pytest.fixture(scope="module")
+def split():
+    syn = synthetic_lda(num_docs=70, num_words=40, num_topics=4, mean_doc_length=12, seed=0)
+    docs = _texts(syn.corpus)
+    train = jt.Corpus.from_token_lists(docs[10:])
+    known = set(train.vocab)
+    return train, jt.Corpus.from_token_lists([[w for w in d if w in known] for d in docs[:10]])
+
+
+def _brute_lda(phi, alpha, doc):
+    """log p(w) = log sum_z prod_n phi_{z_n, w_n} DirMult(z | alpha), every z enumerated."""
+    k = phi.shape[0]
+    zs = np.array(list(itertools.product(range(k), repeat=len(doc))))
+    lp = np.log(phi[zs, np.asarray(doc)[None, :]]).sum(1)
+    counts = np.stack([(zs == j).sum(1) for j in range(k)], 1)
+    prior = (gammaln(k * alpha) - gammaln(len(doc) + k * alpha)
+             + (gammaln(counts + alpha) - gammaln(alpha)).sum(1))
+    return logsumexp(lp + prior)
+
+
+def test_left_to_right_agrees_with_brute_force_on_short_documents():
+    syn = synthetic_lda(num_docs=200, num_words=60, num_topics=10, mean_doc_length=30, seed=0)
+    m = jt.LDA(num_topics=10, alpha=0.3).fit(syn.corpus, num_sweeps=30, seed=0)
+    phi = m.topic_word.astype(np.float64)
+    rng = np.random.default_rng(1)
+    docs = [list(rng.choice(60, 6)) for _ in range(5)]
+    exact = np.array([_brute_lda(phi, 0.3, d) for d in docs])
+    held = jt.Corpus.from_token_lists([[m.vocab[i] for i in d] for d in docs])
+    est = m.log_likelihood(held, num_particles=50, seed=0)
+    assert est.dtype == np.float64 and est.shape == (5,)
+    assert abs(est.sum() - exact.sum()) / abs(exact.sum()) < 0.005
+    np.testing.assert_array_equal(est, m.log_likelihood(held, num_particles=50, seed=0))
+
+
+def test_a_document_scores_the_same_whatever_is_scored_beside_it(split):
+    train, held = split
+    m = jt.LDA(num_topics=4).fit(train, num_sweeps=10, seed=0)
+    docs = _texts(held)
+    alone = m.log_likelihood(jt.Corpus.from_token_lists(docs[4:5]), seed=3)
+    with_others = m.log_likelihood(jt.Corpus.from_token_lists(docs[4:5] + docs[:3]), seed=3)
+    assert alone[0] == with_others[0] and np.all(np.isfinite(with_others))
+
+
+def test_dmm_and_dpmm_exact_sum_over_clusters(split):
+    train, held = split
+    words = _texts(held)
+    for est in (jt.DMM(num_clusters=4, alpha=0.2, beta=0.1), jt.DPMM(alpha=0.5, beta=0.1)):
+        m = est.fit(train, num_sweeps=10, seed=0)
+        ll = m.log_likelihood(held)
+        st, p = m.state, m.params
+        wc = np.asarray(st.word_cluster, np.float64)
+        tokens = np.asarray(st.cluster_tokens, np.float64)
+        docs = np.asarray(st.cluster_docs, np.float64)
+        v, d_fit = wc.shape[0], docs.sum()
+        index = {w: i for i, w in enumerate(m.vocab)}
+        for j, doc in enumerate(words):
+            ids = np.array([index[w] for w in doc])
+            terms = []
+            for k in range(wc.shape[1]):
+                if m.model == "dpmm" and docs[k] == 0:
+                    continue
+                seen, lp = {}, 0.0
+                for i, w in enumerate(ids):      # the Polya predictive, token by token
+                    lp += np.log(wc[w, k] + p.beta + seen.get(w, 0)) - np.log(tokens[k] + v * p.beta + i)
+                    seen[w] = seen.get(w, 0) + 1
+                weight = (docs[k] + p.alpha) / (d_fit + wc.shape[1] * p.alpha) if m.model == "dmm" \
+                    else docs[k] / (d_fit + p.alpha)
+                terms.append(np.log(weight) + lp)
+            if m.model == "dpmm":
+                seen, lp = {}, 0.0
+                for i, w in enumerate(ids):
+                    lp += np.log(p.beta + seen.get(w, 0)) - np.log(v * p.beta + i)
+                    seen[w] = seen.get(w, 0) + 1
+                terms.append(np.log(p.alpha / (d_fit + p.alpha)) + lp)
+            assert ll[j] == pytest.approx(logsumexp(terms), rel=2e-5)
+
+
+def test_completion_scores_the_second_halves_with_theta_from_the_first(split):
+    train, held = split
+    m = jt.LDA(num_topics=4).fit(train, num_sweeps=10, seed=0)
+    docs = _texts(held)
+    ll = m.log_likelihood(held, method="completion", seed=2, num_sweeps=20)
+    firsts = [d[:len(d) // 2] for d in docs]
+    theta = m.transform(jt.Corpus.from_token_lists(firsts), num_sweeps=20, seed=2)
+    index = {w: i for i, w in enumerate(m.vocab)}
+    phi = m.topic_word.astype(np.float64)
+    for j, d in enumerate(docs):
+        want = sum(np.log(theta[j] @ phi[:, index[w]]) for w in d[len(d) // 2:])
+        assert ll[j] == pytest.approx(want, rel=1e-5)
+    scored = sum(len(d) - len(d) // 2 for d in docs)
+    assert m.perplexity(held, "completion", seed=2, num_sweeps=20) == pytest.approx(
+        np.exp(-ll.sum() / scored))
+
+
+@pytest.mark.parametrize("name", ["lda", "slda", "ptm", "hdp", "dmm", "dpmm", "dpmrm"])
+def test_every_model_gives_finite_negative_values_of_the_right_shape(name, split):
+    train, held = split
+    extra = {}
+    if name == "slda":
+        make = lambda c: jt.Corpus.from_token_lists([[d[:len(d) // 2], d[len(d) // 2:]]  # noqa: E731
+                                                     for d in _texts(c)], sentences=True)
+        train, held = make(train), make(held)
+    if name == "dpmrm":
+        train = jt.Corpus.from_token_lists(_texts(train), labels=[["a"], ["b"]] * 30)
+        held = jt.Corpus.from_token_lists(_texts(held), labels=[["a"]] * 10)
+    est = {"lda": jt.LDA(num_topics=4), "slda": jt.SentenceLDA(num_topics=4),
+           "ptm": jt.PTM(num_topics=4, num_pseudo_docs=6), "hdp": jt.HDP(), "dmm": jt.DMM(num_clusters=4),
+           "dpmm": jt.DPMM(), "dpmrm": jt.DPMRM()}[name]
+    m = est.fit(train, num_sweeps=5, seed=0, **extra)
+    for method in (None, "completion"):
+        ll = m.log_likelihood(held, method=method, seed=1)
+        assert ll.shape == (10,) and ll.dtype == np.float64
+        assert np.all(np.isfinite(ll)) and np.all(ll < 0)
+        assert np.isfinite(m.perplexity(held, method=method, seed=1)) and m.perplexity(held, method) > 1
+
+
+def test_bad_methods_options_and_documents(split):
+    train, held = split
+    m = jt.LDA(num_topics=4).fit(train, num_sweeps=3, seed=0)
+    with pytest.raises(ParameterError, match="method must be one of .*'left_to_right', 'completion'"):
+        m.log_likelihood(held, method="exact")
+    with pytest.raises(ParameterError, match="unknown option.*num_sweeps"):
+        m.log_likelihood(held, method="left_to_right", num_sweeps=3)
+    with pytest.raises(ParameterError, match="num_particles"):
+        m.log_likelihood(held, num_particles=0)
+    with pytest.warns(jt.UnknownWordsWarning):
+        assert m.log_likelihood(jt.Corpus.from_token_lists([["zzz", "qqq"]])).tolist() == [0.0]
+    with pytest.warns(jt.UnknownWordsWarning), pytest.raises(CorpusError, match="no token"):
+        m.perplexity(jt.Corpus.from_token_lists([["zzz", "qqq"]]))
+    with pytest.raises(ParameterError, match="method must be one of"):
+        jt.DMM(num_clusters=2).fit(train, num_sweeps=1).log_likelihood(held, method="left_to_right")
+
+
+@pytest.mark.slow
+def test_held_out_perplexity_picks_the_planted_number_of_topics():
+    syn = synthetic_lda(num_docs=600, num_words=300, num_topics=20, mean_doc_length=60,
+                        alpha=0.1, beta=0.05, seed=4)
+    docs = _texts(syn.corpus)
+    train = jt.Corpus.from_token_lists(docs[:500])
+    held = jt.Corpus.from_token_lists(docs[500:])
+    ppl = {}
+    for k in (5, 20, 80):
+        m = jt.LDA(num_topics=k, alpha=0.1, beta=0.05).fit(train, num_sweeps=150, seed=0)
+        ppl[k] = (m.perplexity(held, "left_to_right", seed=0), m.perplexity(held, "completion", seed=0))
+    for method in (0, 1):
+        assert ppl[20][method] < ppl[5][method] and ppl[20][method] < ppl[80][method], ppl
