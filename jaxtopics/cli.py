@@ -1,9 +1,12 @@
-"""The ``jaxtopics`` command: ``fit`` a model on a file, ``demo`` on the embedded corpus, ``show``.
+"""The ``jaxtopics`` command: ``fit`` a model on a file, ``demo`` on the embedded corpus, ``show``,
+``infer`` the topics of new documents, ``evaluate`` a model on held-out documents.
 
     jaxtopics demo
     jaxtopics fit --model lda --num-topics 20 --sweeps 500 --seed 0 \\
         --input reuters.ldac --vocab reuters.tokens --out runs/reuters
     jaxtopics show runs/reuters/model.jtm
+    jaxtopics infer runs/reuters --input new.ldac --vocab reuters.tokens --out theta.csv
+    jaxtopics evaluate runs/reuters --held-out test.ldac --vocab reuters.tokens
 """
 
 from __future__ import annotations
@@ -187,6 +190,9 @@ def _prepare_out(out: Path) -> None:
 def _check_args(args: argparse.Namespace) -> None:
     """Everything that can be checked before jax starts, an input is read or --out is made."""
     from .validate import check_positive_int
+    if args.command in ("infer", "evaluate"):
+        _check_new_docs_args(args)
+        return
     if args.top_words < 1:
         raise ParameterError(f"--top-words must be >= 1, got {args.top_words}")
     if args.command == "show":
@@ -365,14 +371,7 @@ def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) 
         except JaxTopicsError as e:          # the same on every process (after their sum)
             print(f"\njaxtopics: coherence not computed: {e}", file=sys.stderr)
     if coherence is not None:
-        scored = coherence[~np.isnan(coherence)]
-        from .coherence import MEASURES
-        window = MEASURES[args.coherence]
-        print(f"\ncoherence {args.coherence} of the top {args.top_words} words "
-              f"({'documents' if window is None else f'sliding windows of {window} tokens'} of "
-              f"the training corpus): " + (f"mean {scored.mean():.4f} over {scored.size} topics "
-                                           f"(min {scored.min():.4f}, max {scored.max():.4f})"
-                                           if scored.size else "no topic holds any token"))
+        print("\n" + _coherence_line(coherence, args, "the training corpus"))
     if out is not None:
         if not lead:
             return 0
@@ -400,6 +399,302 @@ def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) 
         print(f"\nwrote {out / 'model.jtm'}, topics.txt, trace.csv"
               + (", coherence.csv" if coherence is not None else ""))
     return 0
+
+
+def _coherence_line(coherence, args: argparse.Namespace, corpus: str) -> str:
+    """The one line that reports the coherence of the topics (``--coherence``) on `corpus`."""
+    import numpy as np
+
+    from .coherence import MEASURES
+    scored = coherence[~np.isnan(coherence)]
+    window = MEASURES[args.coherence]
+    return (f"coherence {args.coherence} of the top {args.top_words} words "
+            f"({'documents' if window is None else f'sliding windows of {window} tokens'} of "
+            f"{corpus}): " + (f"mean {scored.mean():.4f} over {scored.size} topics "
+                              f"(min {scored.min():.4f}, max {scored.max():.4f})"
+                              if scored.size else "no topic holds any token"))
+
+
+# -- infer, evaluate: new documents under a saved model -----------------------------------------
+
+def _load_model(path: str):
+    """The model saved at `path`: a model file, or a directory holding ``model.jtm`` (the --out
+    of a fit)."""
+    from .estimators import load
+    if not str(path).strip():
+        raise ParameterError("the model path is empty: name a model file (model.jtm) or the --out "
+                             "directory of a fit")
+    file = Path(path)
+    if file.is_dir():
+        file = file / "model.jtm"
+        if not file.is_file():
+            raise JaxTopicsError(f"{path}: a directory without a model.jtm (name a model file, "
+                                 f"or the --out directory of a fit)")
+    return load(file)
+
+
+def _docs_flag(args: argparse.Namespace) -> str:
+    return "--input" if args.command == "infer" else "--held-out"
+
+
+def _check_new_docs_args(args: argparse.Namespace) -> None:
+    """What `infer` and `evaluate` can check before JAX starts or a file is read."""
+    if args.command == "infer":
+        if not str(args.out).strip():
+            raise ParameterError("--out must name a CSV file, got an empty string")
+        if Path(args.out).is_dir():
+            raise ParameterError(f"--out {args.out}: is a directory; name the CSV file to write "
+                                 f"(e.g. {Path(args.out) / 'theta.csv'})")
+        if args.sweeps < 1:
+            raise ParameterError(f"--sweeps must be >= 1, got {args.sweeps}")
+        return
+    for flag, value in (("--sweeps", args.sweeps), ("--particles", args.particles)):
+        if value is not None and value < 1:
+            raise ParameterError(f"{flag} must be >= 1, got {value}")
+    if args.top_words < 1:
+        raise ParameterError(f"--top-words must be >= 1, got {args.top_words}")
+    if args.coherence and args.top_words < 2:
+        raise ParameterError(f"--coherence scores pairs of top words: --top-words must be >= 2, "
+                             f"got {args.top_words}")
+
+
+def _new_documents(args: argparse.Namespace, model):
+    """The documents of --input (infer) or --held-out (evaluate), as ``fit`` reads its input:
+    text and JSON lines are raw texts (a list of str), which ``transform`` and
+    ``log_likelihood`` tokenise as the model's training texts were; LDA-C counts are a Corpus,
+    whose words are matched to the model's by string. A model that needs label sets (dpmrm)
+    reads ``label1--label2<TAB>text`` lines into a Corpus carrying them."""
+    from . import io as jio
+    from .corpus import Corpus, _require_documents
+    path, fmt, flag = Path(args.input), _input_format(args), _docs_flag(args)
+    cls = _registry()[model.model]
+    needs_labels = getattr(cls, "needs_labels", False)
+    if args.vocab and fmt != "ldac":
+        raise JaxTopicsError(f"--vocab only applies to --format ldac (got --format {fmt})")
+    if args.text_key is not None and fmt != "jsonl":
+        raise JaxTopicsError(f"--text-key only applies to --format jsonl (got --format {fmt})")
+    if needs_labels and fmt != "text":
+        raise JaxTopicsError(f"the {model.model} model reads a label set with every document: "
+                             f"{flag} needs text lines 'label1--label2<TAB>text' (--format text), "
+                             f"got --format {fmt}")
+    if fmt == "ldac":
+        if cls.needs_sentences:
+            raise JaxTopicsError(f"the {model.model} model needs sentence boundaries, which LDA-C "
+                                 f"counts do not have: give {flag} as text (--format text or jsonl)")
+        return Corpus.from_ldac(path, vocab=args.vocab)
+    if needs_labels:
+        label_sets, texts = jio.read_labelled_text_lines(path)
+    elif fmt == "jsonl":
+        texts = jio.read_jsonl(path, text_key="text" if args.text_key is None else args.text_key)[0]
+    else:
+        texts = jio.read_text_lines(path)
+    _require_documents(path, texts)
+    if model.text_options is None:
+        raise JaxTopicsError(f"{args.model_path}: the model was fitted on LDA-C counts, not on "
+                             f"texts, so it does not know how to tokenise text: give {flag} as "
+                             f"LDA-C counts (--format ldac --vocab FILE)")
+    if needs_labels:
+        return _token_corpus(model, texts, labels=label_sets, sentences=cls.needs_sentences)
+    return texts
+
+
+def _token_corpus(model, texts: list[str], labels=None, sentences: bool = False) -> Corpus:
+    """`texts` tokenised as the model's training texts were, as a Corpus of its own vocabulary
+    (matched to the model's by word wherever it is used)."""
+    from .corpus import Corpus, split_sentences
+    options = model.text_options
+    docs = ([options.tokenize(split_sentences(t)) for t in texts] if sentences
+            else options.tokenize(texts))
+    return Corpus.from_token_lists(docs, sentences=sentences, labels=labels)
+
+
+def _no_known_word(args: argparse.Namespace, info, what: str) -> JaxTopicsError:
+    """The error of new documents none of whose tokens the model knows."""
+    where = f"{_docs_flag(args)} {args.input}"
+    total = info.dropped_tokens + info.num_tokens
+    if total == 0:
+        return JaxTopicsError(f"{where}: its {info.num_docs} document(s) hold no token (after the "
+                              f"tokenisation of the model's training texts): {what}")
+    hint = (" (LDA-C counts without --vocab name their words by their ids: give the vocabulary "
+            "file)" if _input_format(args) == "ldac" and not args.vocab else "")
+    return JaxTopicsError(f"{where}: none of its {total} tokens is a word the model knows (e.g. "
+                          f"{', '.join(map(repr, info.unknown_words[:3]))}){hint}: {what}")
+
+
+@contextlib.contextmanager
+def _warnings_kept(caught: list):
+    """Warnings inside the block are kept in `caught` (shown with ``_show_warnings`` once the
+    result is known to be good: an error is the command's only line)."""
+    with warnings.catch_warnings(record=True) as got:
+        yield
+    caught.extend(got)
+
+
+def _show_warnings(caught: list) -> None:
+    for w in caught:
+        warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+
+
+def _infer(model, args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from .estimators import _check_writable_file
+    from .io import atomic_write_bytes
+    docs = _new_documents(args, model)
+    _check_writable_file(args.out)                  # before the fold-in: a bad --out costs nothing
+    caught: list = []
+    with _warnings_kept(caught):
+        theta = np.asarray(model.transform(docs, num_sweeps=args.sweeps, seed=args.seed), np.float32)
+    info = model.last_transform
+    if info.num_tokens == 0:
+        raise _no_known_word(args, info, "nothing to fold in")
+    _show_warnings(caught)
+    table = io.StringIO(newline="")
+    w = csv.writer(table)
+    w.writerow(["doc"] + [f"topic_{k}" for k in range(theta.shape[1])])
+    w.writerows([d, *map(str, row)] for d, row in enumerate(theta))
+    atomic_write_bytes(Path(args.out), table.getvalue().encode("utf-8"))
+    dropped = (f"; {info.dropped_tokens} tokens of {len(info.unknown_words)} words the model does "
+               f"not know dropped" if info.dropped_tokens else "")
+    empty = (f"; {len(info.empty_docs)} document(s) with no known word get the prior mean"
+             if info.empty_docs else "")
+    _print_while_read(f"wrote {args.out}: {theta.shape[0]} documents x {theta.shape[1]} topic "
+                      f"proportions ({model.model}, folded in with {args.sweeps} sweeps, seed "
+                      f"{args.seed}; {info.num_tokens} tokens{dropped}{empty})")
+    return 0
+
+
+def _evaluate_held_out(model, args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from . import evaluation
+    from .fit import in_32_bits
+    module = _registry()[model.model].module
+    methods, default = evaluation.methods_of(module), evaluation.default_method(module)
+    method = default if args.method is None else args.method.replace("-", "_")
+    if method not in evaluation.METHODS:
+        raise ParameterError(f"--method {args.method}: not a held-out method (known: "
+                             f"{', '.join(evaluation.METHODS)})")
+    if method not in methods:
+        raise ParameterError(f"--method {method}: the {model.model} model does not have it (its "
+                             f"methods: {', '.join(methods)}; default {default})")
+    options = {}
+    if args.particles is not None:
+        if method != "left_to_right":
+            raise ParameterError(f"--particles applies to --method left_to_right, not {method}")
+        options["num_particles"] = args.particles
+    if args.sweeps is not None:
+        if method not in ("completion", "corrected_theta"):
+            raise ParameterError(f"--sweeps (of a fold-in) applies to --method completion or "
+                                 f"corrected_theta, not {method}")
+        options["num_sweeps"] = args.sweeps
+    docs = _new_documents(args, model)
+    caught: list = []
+    with _warnings_kept(caught):        # perplexity's own computation: (log p(w_d) [D], scored)
+        ll, scored = in_32_bits(evaluation._evaluate)(model, docs, method, args.seed, options,
+                                                      "perplexity")
+    info = model.last_transform
+    if info.num_tokens == 0:
+        raise _no_known_word(args, info, "nothing to score")
+    if scored == 0:
+        raise JaxTopicsError(f"{_docs_flag(args)} {args.input}: no document has a second half to "
+                             f"score (--method completion splits each document's known tokens at "
+                             f"half, and every one has fewer than 2)")
+    _show_warnings(caught)
+    total = float(np.sum(ll))
+    perplexity = float(np.exp(-total / scored))      # FittedModel.perplexity's formula, bitwise
+    shown = {"left_to_right": "Wallach et al. 2009, algorithm 3",
+             "completion": "document completion: theta folded in from each document's first "
+                           "half, its second half scored",
+             "exact": "exact: the sum over the clusters",
+             "corrected_theta": "DP-MRM's corrected theta"}.get(method, method)
+    given = ", ".join(f"{flag} {options[key]}" for flag, key in
+                      (("--particles", "num_particles"), ("--sweeps", "num_sweeps"))
+                      if key in options)
+    print = _print_while_read                                                  # noqa: A001
+    dropped = (f"; {info.dropped_tokens} tokens of {len(info.unknown_words)} words the model does "
+               f"not know dropped" if info.dropped_tokens else "")
+    print(f"held-out: {args.input}: {info.num_docs} documents, {info.num_tokens} tokens of words "
+          f"the model knows{dropped}")
+    print(f"model: {args.model_path}: {model.model}, {model.num_topics} topics, "
+          f"{len(model.vocab)} words")
+    print(f"method: {method} ({shown}{', ' + given if given else ''}), seed {args.seed}"
+          + ("" if args.method is not None else " (the model's default method)"))
+    print("held-out log-likelihood log p(w_d | model), in nats:")
+    print(f"  per document: {total / info.num_docs:.4f}  (mean over the {info.num_docs} documents"
+          + (f"; {len(info.empty_docs)} with no known word count 0" if info.empty_docs else "")
+          + ")")
+    print(f"  per token:    {total / scored:.6f}  (sum over the documents / {scored} scored "
+          f"tokens{', those of the second halves' if method == 'completion' else ''})")
+    print(f"perplexity: {perplexity:.6f}  (exp(-log-likelihood per token))")
+    if args.coherence:
+        reference = _token_corpus(model, docs) if isinstance(docs, list) else docs
+        try:
+            coherence = model.coherence(reference, args.coherence, top_n=args.top_words)
+        except JaxTopicsError as e:
+            print(f"jaxtopics: coherence not computed: {e}", file=sys.stderr)
+        else:
+            print(_coherence_line(coherence, args, "the held-out corpus"))
+    return 0
+
+
+def _add_new_docs_input(p: argparse.ArgumentParser, flag: str, *aliases: str, what: str) -> None:
+    p.add_argument("model_path", metavar="MODEL",
+                   help="a model file (model.jtm) or the --out directory of a fit")
+    p.add_argument(flag, *aliases, dest="input", required=True,
+                   help=f"the {what}, read as `fit` reads its --input: text and JSON lines are "
+                        f"tokenised as the model's training texts were (dpmrm: "
+                        f"'label1--label2<TAB>text' lines); LDA-C counts are matched to the "
+                        f"model's words by word (give --vocab); words the model does not know are "
+                        f"dropped (a warning counts them)")
+    p.add_argument("--format", choices=("auto", "ldac", "text", "jsonl"), default="auto",
+                   help="ldac: LDA-C counts (+ --vocab); text: one document per line; jsonl: one "
+                        "JSON object per line (--text-key); auto (default): by the extension, as "
+                        "fit")
+    p.add_argument("--vocab", help="vocabulary file for LDA-C (one word per line)")
+    p.add_argument("--text-key", default=None, help="jsonl: the key of the text (default: text)")
+
+
+def _add_new_docs_commands(sub) -> None:
+    """The parsers of `infer` and `evaluate`."""
+    from .coherence import MEASURES
+    infer = sub.add_parser(
+        "infer", help="topic proportions of new documents (fold-in), written as CSV",
+        description="Fold new documents into a saved model (its topics held fixed, "
+                    "FittedModel.transform) and write their topic proportions to --out as CSV: "
+                    "a header row 'doc,topic_0,...,topic_{K-1}', then one row per document of "
+                    "the input, in order: its index (from 0) and its K proportions, which sum to "
+                    "1 (for dmm and dpmm, the clusters' probabilities). A document with no word "
+                    "the model knows gets the prior mean.")
+    _add_new_docs_input(infer, "--input", "-i", what="new documents")
+    infer.add_argument("--out", "-o", required=True, help="the CSV file to write (whole or not at "
+                                                           "all: a temporary file, then renamed)")
+    infer.add_argument("--sweeps", type=int, default=50,
+                       help="fold-in Gibbs sweeps (default 50)")
+    infer.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    evaluate = sub.add_parser(
+        "evaluate", help="held-out perplexity and log-likelihood of a saved model",
+        description="Score held-out documents under a saved model: print log p(w_d | model) in "
+                    "nats, its mean per document and per token, and the perplexity "
+                    "exp(-log-likelihood per token), the number FittedModel.perplexity gives with "
+                    "the same --method and --seed. Tokens of words the model does not know are "
+                    "dropped (and not counted).")
+    _add_new_docs_input(evaluate, "--held-out", what="held-out documents")
+    evaluate.add_argument("--method", default=None,
+                          help="left_to_right (Wallach et al. 2009; the default of lda, slda, "
+                               "ptm, hdp), completion (theta folded in from each document's first "
+                               "half, the second half scored), exact (dmm, dpmm: their default), "
+                               "corrected_theta (dpmrm: its default)")
+    evaluate.add_argument("--particles", type=int, default=None,
+                          help="left_to_right: particles per document (default 10)")
+    evaluate.add_argument("--sweeps", type=int, default=None,
+                          help="completion, corrected_theta: fold-in sweeps (default 50)")
+    evaluate.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    evaluate.add_argument("--coherence", choices=list(MEASURES), default=None,
+                          help="also score each topic's --top-words words on the held-out "
+                               "documents with this coherence measure (the mean is printed)")
+    evaluate.add_argument("--top-words", type=int, default=10,
+                          help="top words per topic for --coherence (default 10)")
 
 
 def _add_model_args(p: argparse.ArgumentParser, *, sweeps: int, fit: bool) -> None:
@@ -511,8 +806,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--max-docs", type=int, default=None, help="use only this many documents")
     _add_model_args(demo, sweeps=300, fit=False)
     show = sub.add_parser("show", help="print the summary of a saved model")
-    show.add_argument("path")
+    show.add_argument("path", help="a model file (model.jtm) or the --out directory of a fit")
     show.add_argument("--top-words", type=int, default=10)
+    _add_new_docs_commands(sub)
     parser.commands = sub.choices          # command name -> its parser (for its own errors)
     return parser
 
@@ -641,7 +937,7 @@ def _run(args: argparse.Namespace) -> int:
         _check_args(args)
         with _interrupt_held():          # JAX's native libraries (every command needs them)
             import jax
-        if args.command != "show" and _cpu_devices(args) > 1:
+        if args.command in ("fit", "demo") and _cpu_devices(args) > 1:
             # before the first computation starts the backend; concerns the CPU platform only
             jax.config.update("jax_num_cpu_devices", _cpu_devices(args))
         if getattr(args, "coordinator", None):
@@ -675,10 +971,14 @@ def _run(args: argparse.Namespace) -> int:
             # the report was cut short (its reader left): 128 + SIGPIPE, as `show` and a shell say
             return 141 if status == 0 and _report_state.get("reader_gone") else status
         if args.command == "show":
-            from .estimators import load
-            text = load(args.path).summary(n=args.top_words)
+            text = _load_model(args.path).summary(n=args.top_words)
             _print_while_read(text)
             return 141 if _report_state.get("reader_gone") else 0
+        if args.command in ("infer", "evaluate"):
+            model = _load_model(args.model_path)
+            status = (_infer(model, args) if args.command == "infer"
+                      else _evaluate_held_out(model, args))
+            return 141 if status == 0 and _report_state.get("reader_gone") else status
     except JaxTopicsError as e:
         print(f"jaxtopics: error: {_named_by_flags(str(e))}", file=sys.stderr)
         return 2

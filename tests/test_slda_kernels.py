@@ -173,10 +173,11 @@ KERNELS = {
     # num_blocks >= S: one sentence per block, so the block-start counts are the current counts;
     # chunk_size 1: one sentence per chunk (the chunked path with a ragged tail is in the medium test)
     "parallel-exact": dict(sampler="parallel", num_blocks=64, chunk_size=1),
-    # negative control: one block holding every sentence = fully synchronous update (not exact)
-    "parallel-sync": dict(sampler="parallel", num_blocks=1),
-    # negative control: the sequential kernel with the denominator's index frozen
-    "frozen-index": dict(sampler="sequential"),
+    # negative control: one block holding every sentence = fully synchronous update (not exact);
+    # without split-merge moves, so that its own exact law is the synchronous matrix
+    "parallel-sync": dict(sampler="parallel", num_blocks=1, split_merge_steps=0),
+    # negative control: the sequential kernel with the denominator's index frozen (Gibbs only)
+    "frozen-index": dict(sampler="sequential", split_merge_steps=0),
 }
 
 NEGATIVE = ("parallel-sync", "frozen-index")
@@ -574,3 +575,81 @@ def test_lee_parallel_log_joint_within_half_percent_of_sequential() -> None:
         level[sampler] = traces[:, 10:].mean()
     seq, par = level["sequential"], level["parallel"]
     assert abs(par - seq) <= 0.005 * abs(seq), level
+
+
+# ------------------------------------------------------------------------------------------
+# the split-merge move alone: it leaves the exact posterior invariant
+
+SPLIT_MERGE_CHAINS = 80_000
+
+
+def _after_one_move(case: str, accept_all: bool = False):
+    """Chains started at exact posterior draws (numpy), each after one `_reallocate` move:
+    (final z [chains, S], accepted [chains], changed [chains])."""
+    e = _case(case)
+    post = e.posterior(_truth(case))
+    rng = np.random.default_rng(17 + list(CASES).index(case))
+    start = e.states[rng.choice(len(post), size=SPLIT_MERGE_CHAINS, p=post)]
+    params = slda.Params(e.k, alpha=e.alpha, beta=e.beta, sampler="sequential")
+    data = slda.prepare(e.corpus, params)
+
+    def move(key, z):
+        return slda._reallocate(key, slda.state_from_assignments(z, data, params), data, params)
+
+    patch = (mock.patch.object(slda, "mh_accept", lambda u, ratio: u < 2.0) if accept_all
+             else contextlib.nullcontext())
+    keys = jax.random.split(jax.random.key(99 + list(CASES).index(case)), SPLIT_MERGE_CHAINS)
+    with patch:
+        final, accepted = jax.jit(jax.vmap(move))(keys, jnp.asarray(start))
+    if not accept_all:
+        _assert_consistent(jax.tree_util.tree_map(np.asarray, final), params, data, batched=True)
+    z = np.asarray(final.z)[:, :e.s]
+    return z, np.asarray(accepted), (z != start).any(1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(CASES))
+def test_split_merge_move_leaves_posterior_invariant(case: str) -> None:
+    """From exact posterior draws, one split-merge move (`slda._reallocate`: two topics' sentences
+    re-dealt sequentially, accepted by Metropolis-Hastings) must leave the law unchanged, with
+    count tables equal to a recount. It changes the state of many chains (power), and the same
+    move accepting every proposal (the sequential deal alone, a plausible bug) is rejected by the
+    same bar. (The enumeration tests above run it too: both exact kernels end every sweep
+    with ``split_merge_steps`` such moves by default.)"""
+    e = _case(case)
+    post = e.posterior(_truth(case))
+    z, accepted, changed = _after_one_move(case)
+    n = len(z)
+    counts = np.bincount(e.index(z), minlength=len(e.states))
+    bound = _tv_bound(post, n, FAMILY_ALPHA / 4)
+    tv, p_chi2 = _tv(counts / n, post), _pooled_chisquare_p(counts, post)
+    assert changed.mean() > 0.05, f"test design: the move changes too few states ({changed.mean():.3f})"
+    assert tv < bound and p_chi2 > FAMILY_ALPHA / 4, (
+        f"split-merge on {case}: TV={tv:.4f} (bound {bound:.4f}), chi-square p={p_chi2:.3g}, "
+        f"accepted {accepted.mean():.3f}, changed {changed.mean():.3f}")
+    z_bad, _, _ = _after_one_move(case, accept_all=True)
+    bad = np.bincount(e.index(z_bad), minlength=len(e.states))
+    assert _tv(bad / n, post) > bound or _pooled_chisquare_p(bad, post) < FAMILY_ALPHA / 4, (
+        f"negative control accepted: TV={_tv(bad / n, post):.4f} (bound {bound:.4f})")
+
+
+def test_split_merge_move_keeps_tables_consistent() -> None:
+    """After split-merge moves on the medium corpus (12 documents, one empty; K=4) the count
+    tables equal a recount from z, and a move that is accepted changes z."""
+    corpus = _medium_corpus()
+    params = slda.Params(4, alpha=0.2, beta=0.05, split_merge_steps=1)
+    data = slda.prepare(corpus, params)
+    state = slda.init(jax.random.key(3), data, params)
+
+    @jax.jit
+    def moves(key, st):
+        def body(carry, i):
+            st, _ = carry
+            new, acc = slda._reallocate(jax.random.fold_in(key, i), st, data, params)
+            return (new, acc), acc
+        return jax.lax.scan(body, (st, jnp.bool_(False)), jnp.arange(40))
+
+    (final, _), accepted = moves(jax.random.key(4), state)
+    assert int(np.asarray(accepted).sum()) > 0
+    _assert_consistent(final, params, data, batched=False)
+    assert (np.asarray(final.z) != np.asarray(state.z)).any()

@@ -52,6 +52,7 @@ from ..ops import (
     dirichlet_multinomial_log_evidence,
     exchange,
     grouped_counts,
+    mh_accept,
     move_counts,
     pad_array,
     pad_blocks,
@@ -74,6 +75,8 @@ SHARDABLE = True
 #: token_sentence holds positions along the sentences
 SHARD_FIELDS = {"z": "sentences", "doc_topic": "docs", "token_sentence": "tokens"}
 SHARD_INDEX_FIELDS = {"token_sentence": "sentences"}
+#: Params fields newer than some model files, with the value those files ran with
+PARAMS_ADDED_LATER = {"split_merge_steps": 0}
 
 _FLOAT32_RANGE = (1e-30, 1e30)
 #: fold_in(key, _SPLIT_MERGE_STREAM): the key of a sweep's split-merge moves (the Gibbs part of
@@ -97,9 +100,7 @@ class Params(NamedTuple):
     sampler: str = "parallel"
     num_blocks: int = 64
     chunk_size: int = 8192
-    init: str = "random"
-    sentences_per_block: int = 0
-    split_merge_steps: int = 0
+    split_merge_steps: int = 1
 
 
 class Data(NamedTuple):
@@ -167,6 +168,7 @@ def check_params(params: Params) -> Params:
         raise ParameterError(f"sampler must be one of {SAMPLERS}, got {params.sampler!r}")
     check_int(params.num_blocks, "num_blocks", low=1, high=MAX_BLOCKS)
     check_int(params.chunk_size, "chunk_size", low=1)
+    check_int(params.split_merge_steps, "split_merge_steps", low=0)
     return params
 
 
@@ -188,9 +190,7 @@ def prepare(corpus: Corpus, params: Params) -> Data:
     once_words, once_counts = _columns_where(words, counts, counts == 1)
     rep_words, rep_counts = _columns_where(words, counts, counts >= 2)
     sent_doc = np.searchsorted(corpus.doc_offsets, offsets[:-1], side="right") - 1
-    nb = params.num_blocks if params.sentences_per_block <= 0 else max(
-        params.num_blocks, -(-s // params.sentences_per_block))
-    blocks, valid = strided_blocks(s, nb)
+    blocks, valid = strided_blocks(s, params.num_blocks)
     return Data(
         sent_doc=jnp.asarray(np.append(sent_doc, 0).astype(np.int32)),
         once_words=jnp.asarray(once_words), once_counts=jnp.asarray(once_counts),
@@ -270,24 +270,8 @@ def state_from_assignments(z: Array, data: Data, params: Params, real: Array | N
 
 def init(key: Array, data: Data, params: Params) -> State:
     """Initial state: a uniform random topic for every sentence."""
-    s, _, v = _sizes(data)
-    if params.init == "random":
-        return state_from_assignments(jax.random.randint(key, (s,), 0, params.num_topics), data, params)
-    st = state_from_assignments(jnp.zeros((s,), jnp.int32), data, params)
-    st = jax.tree_util.tree_map(jnp.zeros_like, st)._replace(token_sentence=st.token_sentence)
-    u = jax.random.uniform(key, (s,))
-
-    def step(i, st):
-        pos = i[None]
-        sent = _sentence_inputs(data, pos)
-        new = categorical_logits(u[pos], _log_weights(sent, jnp.zeros((1,), jnp.int32), st, params, v, exclude_own=False))
-        w = jnp.ones((1,), jnp.int32)
-        m = sent.words.shape[-1]
-        return State(z=st.z.at[pos].set(new),
-                     doc_topic=st.doc_topic.at[sent.doc, new].add(1),
-                     word_topic=st.word_topic.at[sent.words.reshape(-1), jnp.repeat(new, m)].add(sent.counts.reshape(-1)),
-                     topic=st.topic.at[new].add(sent.length), token_sentence=st.token_sentence)
-    return jax.lax.fori_loop(0, s, step, st)
+    s, _, _ = _sizes(data)
+    return state_from_assignments(jax.random.randint(key, (s,), 0, params.num_topics), data, params)
 
 
 def _log_weights(sent: _Sentences, old: Array, state: State, params: Params, v: int,
@@ -386,13 +370,14 @@ _KERNELS = {"sequential": _sequential_sweep, "parallel": _parallel_sweep}
 
 
 def _reallocate(key: Array, state: State, data: Data, params: Params,
-                axis_name: str | None = None) -> tuple[State, Array, Array]:
+                axis_name: str | None = None) -> tuple[State, Array]:
     """One exact Metropolis-Hastings move that re-deals all sentences of two topics a, b between
     them (a sequentially-allocated split-merge move, Dahl 2003's SAMS for a fixed K).
 
-    Pair: a = the topic of a uniformly drawn sentence, b uniform among the other K - 1 topics;
-    the pair {a, b} is then chosen with probability (S_a + S_b) / (S (K - 1)) (S_k: sentences of
-    topic k), the same before and after any re-dealing of their sentences. Proposal: the
+    Pair: a = the topic of a uniformly drawn sentence, b one of the other topics with weight
+    1 / (S_b + 1) (S_k: sentences of topic k; an empty topic is the likeliest partner of a
+    merged one); the probability of picking {a, b} (`_log_pair_prob`) changes with S_a, S_b
+    and enters the acceptance ratio as q_pair(z') / q_pair(z). Proposal: the
     sentences of a and b, in a uniformly random order, are dealt one by one to a or b from
     empty tables, each drawn from eq. (10) restricted to {a, b} given those dealt before it;
     q(z') is the product of these draws' probabilities. The order is independent of the state,
@@ -400,15 +385,15 @@ def _reallocate(key: Array, state: State, data: Data, params: Params,
     forced. Because eq. (10) in sequence is the chain rule of the collapsed joint (the
     document denominator c_m + K alpha is the same on both paths), p(z') / p(z) is the ratio
     of the products of the unnormalised weights, and the acceptance ratio
-    p(z') q(z) / (p(z) q(z')) = prod_i W'_i / prod_i W_i with W_i = w_ia + w_ib the sum of the
-    two weights at step i of each path. Moving a merged pair of planted topics apart (or
-    filling an empty topic) is thus one move, where single-sentence Gibbs moves would have to
-    pass a sentence through a topic whose words it does not share (a factor ~ (1/V)^N_s).
+    p(z') q(z) / (p(z) q(z')) = prod_i W'_i / prod_i W_i (times the pair ratio) with
+    W_i = w_ia + w_ib the sum of the two weights at step i of each path. Moving two merged
+    topics apart into an empty one is thus one move, where single-sentence Gibbs moves would
+    have to pass a sentence into a topic that holds none of its words (a factor ~ (V beta /
+    (n_k + V beta))^-N_s against staying: never, in practice).
 
     `axis_name` (a sharded sweep): the two topics' sentences of every shard are gathered and
     every shard deals all of them alike (shared key), keeping the global tables equal; each
-    shard keeps its own sentences' topics and document rows. Returns (state, accepted,
-    tokens moved on this shard)."""
+    shard keeps its own sentences' topics and document rows. Returns (state, accepted)."""
     s, d, v = _sizes(data)
     k = params.num_topics
     shard = 0 if axis_name is None else jax.lax.axis_index(axis_name)
@@ -416,7 +401,9 @@ def _reallocate(key: Array, state: State, data: Data, params: Params,
     z = state.z[:s]
     sizes = shard_sum(state.doc_topic.sum(0), axis_name)                  # sentences per topic
     a = jax.random.categorical(k_pair, jnp.log(sizes.astype(jnp.float32)))
-    b = (a + 1 + jax.random.randint(k_b, (), 0, k - 1)) % k
+    small = 1.0 / (sizes.astype(jnp.float32) + 1.0)                        # favours empty topics
+    b = jax.random.categorical(k_b, jnp.where(jnp.arange(k) == a, -jnp.inf, jnp.log(small)))
+    rest = jnp.sum(small) - small[a] - small[b]                  # the other topics' weights
     member = (data.sent_len[:s] > 0) & ((z == a) | (z == b))
     prio = jnp.where(member, jax.random.uniform(jax.random.fold_in(k_order, shard), (s,)), 2.0)
     cur = (z == b).astype(jnp.int32)                                       # label 0 = a, 1 = b
@@ -455,7 +442,10 @@ def _reallocate(key: Array, state: State, data: Data, params: Params,
              jnp.zeros((doc.shape[0] // s * d, 2), jnp.int32))
     (wt, tt, dt), _, labels, log_ratio = jax.lax.fori_loop(
         0, count, step, (empty, empty, jnp.zeros_like(cur), jnp.float32(0)))
-    accept = (jnp.log(jax.random.uniform(k_acc)) < log_ratio)
+    new_b = jnp.sum(labels)                          # sentences dealt to b (all shards')
+    log_ratio += (_log_pair_prob(count - new_b, new_b, rest)
+                  - _log_pair_prob(sizes[a], sizes[b], rest))
+    accept = mh_accept(jax.random.uniform(k_acc), jnp.exp(log_ratio))
     mine = jax.lax.dynamic_slice_in_dim(jnp.zeros_like(labels).at[order].set(labels), shard * s, s)
     new_z = jnp.where(member & accept, jnp.where(mine == 1, b, a), z)
     pair = jnp.stack([a, b])
@@ -466,21 +456,24 @@ def _reallocate(key: Array, state: State, data: Data, params: Params,
         word_topic=jnp.where(accept, state.word_topic.at[:, pair].set(wt), state.word_topic),
         topic=jnp.where(accept, state.topic.at[pair].set(tt), state.topic),
         token_sentence=state.token_sentence)
-    moved = jnp.sum(jnp.where(new_z != z, data.sent_len[:s], 0))
-    return state, accept, moved
+    return state, accept
+
+
+def _log_pair_prob(size_a: Array, size_b: Array, rest: Array) -> Array:
+    """log of S times the probability that `_reallocate` picks the pair {a, b} of topics with
+    size_a and size_b sentences (the other topics' weights 1/(S_k + 1) summing to `rest`):
+    a from a uniform sentence, b with weight 1/(S_b + 1) among the others, or the reverse."""
+    sa, sb = size_a.astype(jnp.float32), size_b.astype(jnp.float32)
+    wa, wb = 1.0 / (sa + 1.0), 1.0 / (sb + 1.0)
+    return jnp.log(sa * wb / (rest + wb) + sb * wa / (rest + wa))
 
 
 def _split_merge(key: Array, state: State, data: Data, params: Params,
-                 axis_name: str | None = None) -> tuple[State, Array]:
-    """``params.split_merge_steps`` moves of `_reallocate` (keys fold_in(key, i)); returns the
-    state and the tokens they moved on this shard."""
-    def body(i, carry):
-        st, moved = carry
-        st, _, m = _reallocate(jax.random.fold_in(key, i), st, data, params, axis_name)
-        return st, moved + m
-    if params.split_merge_steps == 0 or params.num_topics < 2:
-        return state, jnp.int32(0)
-    return jax.lax.fori_loop(0, params.split_merge_steps, body, (state, jnp.int32(0)))
+                 axis_name: str | None = None) -> State:
+    """``params.split_merge_steps`` moves of `_reallocate` (keys fold_in(key, i))."""
+    return jax.lax.fori_loop(
+        0, params.split_merge_steps,
+        lambda i, st: _reallocate(jax.random.fold_in(key, i), st, data, params, axis_name)[0], state)
 
 
 def sweep(key: Array, state: State, data: Data, params: Params,
@@ -499,12 +492,16 @@ def sweep(key: Array, state: State, data: Data, params: Params,
 def _with_split_merge(kernel, key: Array, state: State, data: Data, params: Params,
                       axis_name: str | None = None) -> tuple[State, SweepInfo]:
     """The Gibbs sweep `kernel` (key `key`), then ``params.split_merge_steps`` split-merge moves
-    (key ``fold_in(key, _SPLIT_MERGE_STREAM)``); ``changed`` counts the tokens of both."""
+    (key ``fold_in(key, _SPLIT_MERGE_STREAM)``); ``changed``: the tokens whose topic differs
+    from the sweep's start."""
+    start = state.z
     state, info = (kernel(key, state, data, params) if axis_name is None
                    else kernel(key, state, data, params, axis_name))
-    state, moved = _split_merge(jax.random.fold_in(key, _SPLIT_MERGE_STREAM), state, data,
-                                params, axis_name)
-    return state, info._replace(changed=info.changed + moved)
+    if params.split_merge_steps == 0 or params.num_topics < 2:
+        return state, info
+    state = _split_merge(jax.random.fold_in(key, _SPLIT_MERGE_STREAM), state, data, params,
+                         axis_name)
+    return state, SweepInfo(jnp.sum(jnp.where(state.z != start, data.sent_len, 0)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -652,3 +649,8 @@ def fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps
     (_, _, acc), _ = jax.lax.scan(one_sweep, (z0, ndk, jnp.zeros((d, k), jnp.float32)),
                                   jnp.arange(num_sweeps))
     return acc / (num_sweeps - num_sweeps // 2)
+
+
+#: held-out likelihood (``jaxtopics.evaluation``): left-to-right over sentences, each sentence's
+#: tokens sharing one topic, log p(sentence | k) = sum_i log phi_k,w_i
+HELD_OUT_UNITS = "sentences"
