@@ -166,3 +166,20 @@ def test_held_out_perplexity_picks_the_planted_number_of_topics():
         ppl[k] = (m.perplexity(held, "left_to_right", seed=0), m.perplexity(held, "completion", seed=0))
     for method in (0, 1):
         assert ppl[20][method] < ppl[5][method] and ppl[20][method] < ppl[80][method], ppl
+
+
+def test_the_readme_block_runs():
+    import re
+    import warnings
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Evaluating a model"):]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    texts = ["apple banana cherry apple banana", "car engine wheel car road"] * 6
+    model = jt.LDA(num_topics=2).fit(jt.Corpus.from_texts(texts), num_sweeps=20)
+    env = {"model": model, "held_out_texts": ["banana apple cherry", "wheel car engine zebra"]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", jt.UnknownWordsWarning)
+        exec(compile(code, "README.md:Evaluating", "exec"), env)
+    assert env["ll"].shape == (2,) and np.all(env["ll"] < 0)
