@@ -24,11 +24,11 @@ from .errors import (  # noqa: E402
 # Everything else is imported on first use (PEP 562): `import jaxtopics` loads only the standard
 # library, so the command line imports numpy and JAX (~1.5 s) inside its own Ctrl-C handling
 # and an interrupt at any moment ends the command with its one line instead of a traceback.
-_LAZY = {"Corpus": ".corpus", "topic_coherence": ".coherence",
+_LAZY = {"Corpus": ".corpus", "topic_coherence": ".coherence", "compare_num_topics": ".selection",
          **{name: ".estimators" for name in ("DMM", "DPMM", "DPMRM", "HDP", "LDA", "PTM",
                                              "FittedModel", "SentenceLDA", "TransformInfo",
                                              "load")}}
-_SUBMODULES = ("distributed", "metrics")
+_SUBMODULES = ("distributed", "evaluation", "metrics", "selection")
 
 
 def __getattr__(name: str):
@@ -65,9 +65,12 @@ __all__ = [
     "SentenceLDA",
     "TransformInfo",
     "ShardLayoutWarning",
+    "compare_num_topics",
     "UnknownWordsWarning",
     "distributed",
+    "evaluation",
     "load",
     "metrics",
+    "selection",
     "topic_coherence",
 ]

@@ -1,5 +1,7 @@
-"""The ``jaxtopics`` command: ``fit`` a model on a file, ``demo`` on the embedded corpus, ``show``,
-``infer`` the topics of new documents, ``evaluate`` a model on held-out documents.
+"""The ``jaxtopics`` command: ``fit``, ``demo``, ``show``; ``infer`` and ``evaluate`` new documents.
+
+``fit`` a model on a file, ``demo`` on the embedded corpus, ``show`` a saved one; ``infer`` the
+topic proportions of new documents, ``evaluate`` the held-out perplexity of a saved model.
 
     jaxtopics demo
     jaxtopics fit --model lda --num-topics 20 --sweeps 500 --seed 0 \\
@@ -641,7 +643,7 @@ def _evaluate_held_out(model, args: argparse.Namespace) -> int:
 def _add_new_docs_input(p: argparse.ArgumentParser, flag: str, *aliases: str, what: str) -> None:
     p.add_argument("model_path", metavar="MODEL",
                    help="a model file (model.jtm) or the --out directory of a fit")
-    p.add_argument(flag, *aliases, dest="input", required=True,
+    p.add_argument(flag, *aliases, dest="input", required=True, metavar="FILE",
                    help=f"the {what}, read as `fit` reads its --input: text and JSON lines are "
                         f"tokenised as the model's training texts were (dpmrm: "
                         f"'label1--label2<TAB>text' lines); LDA-C counts are matched to the "

@@ -1,0 +1,129 @@
+"""Choosing the number of topics: fit a list of K, several seeds each, and compare them on
+held-out documents (``jaxtopics.evaluation``) and topic coherence (``jaxtopics.coherence``).
+
+``compare_num_topics(jt.LDA, corpus, [5, 10, 20, 40])`` holds out a seeded 10 % of the
+documents (or takes `held_out`, a Corpus), fits every (K, seed) on the rest, and returns a
+``NumTopicsReport``: one row per K with the mean and standard deviation over seeds of the
+held-out perplexity and of the mean topic coherence on the training documents; ``print(report)``
+shows it as a table and ``report.best`` is the K of lowest mean perplexity.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, NamedTuple, Sequence
+
+import numpy as np
+
+from .corpus import Corpus
+from .errors import CorpusError, ParameterError, UnknownWordsWarning
+from .validate import check_int, check_positive_int
+
+__all__ = ["NumTopicsRow", "NumTopicsReport", "compare_num_topics", "split_documents"]
+
+
+class NumTopicsRow(NamedTuple):
+    """One K: held-out perplexity and mean coherence, mean and standard deviation over seeds
+    (ddof=1; 0 for one seed), and each seed's values."""
+
+    num_topics: int
+    perplexity: float
+    perplexity_std: float
+    coherence: float
+    coherence_std: float
+    per_seed_perplexity: tuple[float, ...]
+    per_seed_coherence: tuple[float, ...]
+
+
+class NumTopicsReport(NamedTuple):
+    """Rows per K (in the order given), the held-out method and coherence measure used."""
+
+    rows: tuple[NumTopicsRow, ...]
+    method: str
+    measure: str | None
+    num_train_docs: int
+    num_held_out_docs: int
+
+    @property
+    def best(self) -> int:
+        """The K of lowest mean held-out perplexity."""
+        return min(self.rows, key=lambda r: r.perplexity).num_topics
+
+    def __str__(self) -> str:
+        head = (f"held-out perplexity ({self.method}, {self.num_held_out_docs} documents; lower is "
+                f"better)" + (f" and mean {self.measure} coherence (higher is better)"
+                              if self.measure else "") + ", mean +- sd over seeds")
+        lines = [head, f"{'K':>6}  {'perplexity':>20}" + (f"  {'coherence':>18}" if self.measure else "")]
+        for r in self.rows:
+            line = f"{r.num_topics:>6}  {r.perplexity:>11.2f} +- {r.perplexity_std:<6.2f}"
+            if self.measure:
+                line += f"  {r.coherence:>9.4f} +- {r.coherence_std:<6.4f}"
+            lines.append(line + ("  <- best" if r.num_topics == self.best else ""))
+        return "\n".join(lines)
+
+
+def split_documents(corpus: Corpus, fraction: float = 0.1, seed: int = 0) -> tuple[Corpus, Corpus]:
+    """(train, held_out): a seeded random `fraction` of the documents held out (at least one,
+    and at least one left to train on)."""
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float, np.floating)) \
+            or not 0 < fraction < 1:
+        raise ParameterError(f"held_out must be a Corpus or a fraction in (0, 1), got {fraction!r}")
+    d = corpus.num_docs
+    if d < 2:
+        raise CorpusError(f"holding out documents needs at least 2, the corpus has {d}")
+    count = min(max(1, int(round(fraction * d))), d - 1)
+    order = np.random.default_rng(check_int(seed, "seed", low=0)).permutation(d)
+    held = np.sort(order[:count])
+    train = np.sort(order[count:])
+    return corpus.subset(train), corpus.subset(held)
+
+
+def compare_num_topics(estimator: Any, corpus: Corpus, num_topics: Sequence[int], *,
+                       held_out: Corpus | float = 0.1, seeds: Sequence[int] = (0, 1, 2),
+                       num_sweeps: int = 200, method: str | None = None,
+                       coherence: str | None = "c_npmi", top_n: int = 10,
+                       **options: Any) -> NumTopicsReport:
+    """Fit ``estimator(num_topics=K, **options)`` (``estimator`` a class such as ``jt.LDA``;
+    ``num_clusters=K`` for DMM) for every K and seed on `corpus` less the held-out documents,
+    and report held-out perplexity (`method`, the model's default when None) and mean topic
+    `coherence` (None: skip) on the training documents.
+
+    Example::
+
+        report = jt.compare_num_topics(jt.LDA, corpus, [5, 10, 20], seeds=(0, 1))
+        print(report); report.best
+    """
+    ks = [check_positive_int(k, "num_topics") for k in num_topics]
+    if not ks:
+        raise ParameterError("num_topics must list at least one K")
+    seeds = [check_int(s, "seed", low=0) for s in seeds]
+    if not seeds:
+        raise ParameterError("seeds must list at least one seed")
+    if not isinstance(corpus, Corpus):
+        raise CorpusError(f"compare_num_topics expects a jaxtopics.Corpus, got {type(corpus).__name__}")
+    if isinstance(held_out, Corpus):
+        train, held = corpus, held_out
+    else:
+        train, held = split_documents(corpus, held_out, seeds[0])
+    size_arg = "num_clusters" if getattr(estimator, "name", "") == "dmm" else "num_topics"
+    rows, used = [], None
+    for k in ks:
+        ppl, coh = [], []
+        for seed in seeds:
+            model = estimator(**{size_arg: k}, **options).fit(train, num_sweeps=num_sweeps, seed=seed)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UnknownWordsWarning)   # words only held out
+                ppl.append(model.perplexity(held, method, seed=seed))
+            used = method or model._module.__dict__.get("DEFAULT_HELD_OUT_METHOD", "left_to_right")
+            if coherence:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)    # all-NaN topics
+                    coh.append(float(np.nanmean(model.coherence(train, coherence, top_n))))
+        rows.append(NumTopicsRow(k, float(np.mean(ppl)), _sd(ppl),
+                                 float(np.mean(coh)) if coh else float("nan"),
+                                 _sd(coh) if coh else float("nan"), tuple(ppl), tuple(coh)))
+    return NumTopicsReport(tuple(rows), used, coherence, train.num_docs, held.num_docs)
+
+
+def _sd(values: list[float]) -> float:
+    return float(np.std(values, ddof=1)) if len(values) > 1 else 0.0

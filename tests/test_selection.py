@@ -1,0 +1,45 @@
+"""Choosing K (jaxtopics.selection): the report's rows, its best K on a planted corpus, the
+held-out split, bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jaxtopics as jt
+from jaxtopics.datasets import synthetic_lda
+from jaxtopics.errors import CorpusError, ParameterError
+from jaxtopics.selection import split_documents
+
+
+def test_compare_num_topics_reports_every_k_and_picks_the_planted_one():
+    syn = synthetic_lda(num_docs=300, num_words=200, num_topics=8, mean_doc_length=40, seed=1)
+    report = jt.compare_num_topics(jt.LDA, syn.corpus, [2, 8, 32], seeds=(0, 1), num_sweeps=60)
+    assert [r.num_topics for r in report.rows] == [2, 8, 32] and report.best == 8
+    assert report.method == "left_to_right" and report.num_held_out_docs == 30
+    for r in report.rows:
+        assert len(r.per_seed_perplexity) == 2 and r.perplexity == pytest.approx(np.mean(r.per_seed_perplexity))
+        assert r.perplexity_std == pytest.approx(np.std(r.per_seed_perplexity, ddof=1))
+        assert np.isfinite(r.coherence)
+    text = str(report)
+    assert "<- best" in text and text.count("\n") == 4
+
+
+def test_dmm_uses_num_clusters_and_a_given_held_out_corpus():
+    syn = synthetic_lda(num_docs=40, num_words=30, num_topics=3, mean_doc_length=8, seed=0)
+    train, held = split_documents(syn.corpus, 0.25, seed=3)
+    assert train.num_docs == 30 and held.num_docs == 10
+    report = jt.compare_num_topics(jt.DMM, train, [2, 4], held_out=held, seeds=(0,), num_sweeps=5,
+                                   coherence=None)
+    assert report.method == "exact" and report.rows[0].perplexity_std == 0.0
+    assert np.isnan(report.rows[0].coherence) and "coherence" not in str(report)
+
+
+def test_bad_input():
+    corpus = jt.Corpus.from_token_lists([["a", "b"], ["b", "c"], ["c", "a"]])
+    with pytest.raises(ParameterError, match="num_topics must list"):
+        jt.compare_num_topics(jt.LDA, corpus, [])
+    with pytest.raises(ParameterError, match="held_out must be a Corpus or a fraction"):
+        jt.compare_num_topics(jt.LDA, corpus, [2], held_out=1.5)
+    with pytest.raises(CorpusError, match="at least 2"):
+        split_documents(jt.Corpus.from_token_lists([["a"]]))
