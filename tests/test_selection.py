@@ -23,6 +23,9 @@ def test_compare_num_topics_reports_every_k_and_picks_the_planted_one():
         assert np.isfinite(r.coherence)
     text = str(report)
     assert "<- best" in text and text.count("\n") == 4
+    # HDP on the same training documents infers a K near the planted one (README)
+    hdp = jt.HDP().fit(split_documents(syn.corpus)[0], num_sweeps=100, seed=0)
+    assert 6 <= hdp.num_active_topics <= 10
 
 
 def test_dmm_uses_num_clusters_and_a_given_held_out_corpus():
