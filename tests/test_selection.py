@@ -12,6 +12,7 @@ from jaxtopics.errors import CorpusError, ParameterError
 from jaxtopics.selection import split_documents
 
 
+@pytest.mark.slow
 def test_compare_num_topics_reports_every_k_and_picks_the_planted_one():
     syn = synthetic_lda(num_docs=300, num_words=200, num_topics=8, mean_doc_length=40, seed=1)
     report = jt.compare_num_topics(jt.LDA, syn.corpus, [2, 8, 32], seeds=(0, 1), num_sweeps=60)
