@@ -1,7 +1,8 @@
 """The ``jaxtopics`` command: ``fit``, ``demo``, ``show``; ``infer`` and ``evaluate`` new documents.
 
 ``fit`` a model on a file, ``demo`` on the embedded corpus, ``show`` a saved one; ``infer`` the
-topic proportions of new documents, ``evaluate`` the held-out perplexity of a saved model.
+topic proportions of new documents, ``evaluate`` the held-out perplexity of a saved model;
+``compare-k`` fits several K on a file and compares them (``jt.compare_num_topics``).
 
     jaxtopics demo
     jaxtopics fit --model lda --num-topics 20 --sweeps 500 --seed 0 \\
@@ -9,6 +10,7 @@ topic proportions of new documents, ``evaluate`` the held-out perplexity of a sa
     jaxtopics show runs/reuters/model.jtm
     jaxtopics infer runs/reuters --input new.ldac --vocab reuters.tokens --out theta.csv
     jaxtopics evaluate runs/reuters --held-out test.ldac --vocab reuters.tokens
+    jaxtopics compare-k --ks 5,10,20 --seeds 0,1,2 --input reuters.ldac --vocab reuters.tokens
 """
 
 from __future__ import annotations
@@ -126,17 +128,23 @@ def _labelled(args: argparse.Namespace, fmt: str) -> bool:
 def _estimator(args: argparse.Namespace):
     """The estimator of ``--model`` built from the options it declares; an option that belongs
     to another model is an error (never silently ignored)."""
+    return _registry()[args.model](**_estimator_options(args))
+
+
+def _estimator_options(args: argparse.Namespace) -> dict:
+    """The constructor keywords of ``--model`` given on the command line (an option the command
+    does not offer counts as not given); one that belongs to another model is an error."""
     cls = _registry()[args.model]
     own = {o.arg for o in cls.options} | {"alpha", "beta", "sampler"}
     kwargs = {}
     for opt in _all_options():
-        value = getattr(args, opt.arg)
+        value = getattr(args, opt.arg, None)
         if value is None:
             continue
         if opt.arg not in own:
             raise JaxTopicsError(f"{opt.flag} does not apply to --model {args.model}")
         kwargs[opt.arg] = value
-    return cls(**kwargs)
+    return kwargs
 
 
 #: the fit arguments the command line sets under another name
@@ -194,6 +202,9 @@ def _check_args(args: argparse.Namespace) -> None:
     from .validate import check_positive_int
     if args.command in ("infer", "evaluate"):
         _check_new_docs_args(args)
+        return
+    if args.command == "compare-k":
+        _check_compare_k_args(args)
         return
     if args.top_words < 1:
         raise ParameterError(f"--top-words must be >= 1, got {args.top_words}")
@@ -571,15 +582,7 @@ def _evaluate_held_out(model, args: argparse.Namespace) -> int:
 
     from . import evaluation
     from .fit import in_32_bits
-    module = _registry()[model.model].module
-    methods, default = evaluation.methods_of(module), evaluation.default_method(module)
-    method = default if args.method is None else args.method.replace("-", "_")
-    if method not in evaluation.METHODS:
-        raise ParameterError(f"--method {args.method}: not a held-out method (known: "
-                             f"{', '.join(evaluation.METHODS)})")
-    if method not in methods:
-        raise ParameterError(f"--method {method}: the {model.model} model does not have it (its "
-                             f"methods: {', '.join(methods)}; default {default})")
+    method = _held_out_method(args, model.model)
     options = {}
     if args.particles is not None:
         if method != "left_to_right":
@@ -640,6 +643,22 @@ def _evaluate_held_out(model, args: argparse.Namespace) -> int:
     return 0
 
 
+def _held_out_method(args: argparse.Namespace, name: str) -> str:
+    """--method (``-`` read as ``_``), or the default of model `name` when not given, refused
+    where it is no held-out method or not one of the model's."""
+    from . import evaluation
+    module = _registry()[name].module
+    methods, default = evaluation.methods_of(module), evaluation.default_method(module)
+    method = default if args.method is None else args.method.replace("-", "_")
+    if method not in evaluation.METHODS:
+        raise ParameterError(f"--method {args.method}: not a held-out method (known: "
+                             f"{', '.join(evaluation.METHODS)})")
+    if method not in methods:
+        raise ParameterError(f"--method {method}: the {name} model does not have it (its "
+                             f"methods: {', '.join(methods)}; default {default})")
+    return method
+
+
 def _add_new_docs_input(p: argparse.ArgumentParser, flag: str, *aliases: str, what: str) -> None:
     p.add_argument("model_path", metavar="MODEL",
                    help="a model file (model.jtm) or the --out directory of a fit")
@@ -697,6 +716,167 @@ def _add_new_docs_commands(sub) -> None:
                                "documents with this coherence measure (the mean is printed)")
     evaluate.add_argument("--top-words", type=int, default=10,
                           help="top words per topic for --coherence (default 10)")
+
+
+# -- compare-k: choosing the number of topics ------------------------------------------------
+
+#: the constructor keywords that set a model's K; compare-k sets it from --ks
+_SIZE_ARGS = ("num_topics", "num_clusters")
+#: model options compare-k does not offer: K itself, and how sharded runs (it fits on one
+#: device) exchange their counts
+_COMPARE_K_SKIPPED = frozenset(_SIZE_ARGS + ("exchange", "sync_every"))
+
+
+def _fixed_k_models() -> list[str]:
+    """The models whose K is a setting (num_topics or num_clusters), not inferred."""
+    return sorted(name for name, opts in MODEL_OPTIONS.items()
+                  if any(o.arg in _SIZE_ARGS for o in opts))
+
+
+def _check_compare_k_args(args: argparse.Namespace) -> None:
+    """What compare-k can check before JAX starts or a file is read."""
+    fixed = _fixed_k_models()
+    if args.model not in fixed:
+        raise ParameterError(f"--model {args.model} infers its K (number of topics or clusters) "
+                             f"from the data: compare-k compares models of a given K "
+                             f"({', '.join(fixed)})")
+    if args.sweeps < 1:
+        raise ParameterError(f"--sweeps must be >= 1, got {args.sweeps}")
+    if args.held_out_fraction is not None and not 0 < args.held_out_fraction < 1:
+        raise ParameterError(f"--held-out-fraction must be in (0, 1), got "
+                             f"{args.held_out_fraction}")
+    if args.held_out is not None and not args.held_out.strip():
+        raise ParameterError("--held-out must name a corpus file, got an empty string")
+    if args.coherence != "none" and args.top_words < 2:
+        raise ParameterError(f"--coherence scores pairs of top words: --top-words must be >= 2, "
+                             f"got {args.top_words}")
+    if args.csv is not None:
+        if not args.csv.strip():
+            raise ParameterError("--csv must name a CSV file, got an empty string")
+        if Path(args.csv).is_dir():
+            raise ParameterError(f"--csv {args.csv}: is a directory; name the CSV file to write "
+                                 f"(e.g. {Path(args.csv) / 'compare_k.csv'})")
+
+
+def _compare_k(args: argparse.Namespace) -> int:
+    """Fit --model for every K of --ks and seed of --seeds on --input less the held-out
+    documents (``jt.compare_num_topics``), print the report's table and write it to --csv."""
+    import math
+
+    from .estimators import _check_writable_file
+    from .io import atomic_write_bytes
+    from .selection import compare_num_topics
+    cls = _registry()[args.model]
+    size_arg = next(o.arg for o in cls.options if o.arg in _SIZE_ARGS)
+    options = _estimator_options(args)
+    for k in args.ks:                    # bad options cost no fit (nor reading the input)
+        cls(**{size_arg: k}, **options)
+    method = _held_out_method(args, args.model)
+    if args.csv is not None:
+        _check_writable_file(args.csv)
+    corpus = _read_corpus(args)
+    held_out = 0.1 if args.held_out_fraction is None else args.held_out_fraction
+    if args.held_out is not None:        # read as --input is: the same --format, --vocab, ...
+        held_out = _read_corpus(argparse.Namespace(**{**vars(args), "input": args.held_out}))
+    print = _print_while_read                                                  # noqa: A001
+    print(f"corpus: {args.input}: {corpus.num_docs} documents, {corpus.num_tokens} tokens, "
+          f"{corpus.num_words} distinct words")
+    print(f"fitting {cls.__name__} for K in {', '.join(map(str, args.ks))} with seeds "
+          f"{', '.join(map(str, args.seeds))}, {args.sweeps} sweeps each\n")
+    coherence = None if args.coherence == "none" else args.coherence
+    report = compare_num_topics(cls, corpus, args.ks, held_out=held_out, seeds=args.seeds,
+                                num_sweeps=args.sweeps, method=method, coherence=coherence,
+                                top_n=args.top_words, **options)
+    print(str(report))
+    if args.csv is not None:
+        def number(x: float) -> str:
+            return "" if math.isnan(x) else repr(float(x))
+        table = io.StringIO(newline="")
+        w = csv.writer(table)
+        w.writerow(["k", "perplexity", "perplexity_sd", "coherence", "coherence_sd"])
+        w.writerows([r.num_topics, *map(number, (r.perplexity, r.perplexity_std, r.coherence,
+                                                 r.coherence_std))] for r in report.rows)
+        atomic_write_bytes(Path(args.csv), table.getvalue().encode("utf-8"))
+        print(f"\nwrote {args.csv}")
+    return 0
+
+
+def _int_list(low: int, what: str):
+    """An argparse type: comma-separated distinct integers >= `low` (e.g. 5,10,20)."""
+    def parse(text: str) -> list[int]:
+        try:
+            values = [int(part) for part in text.split(",")]
+        except ValueError:
+            values = []
+        if not values or min(values) < low:
+            raise argparse.ArgumentTypeError(f"must be comma-separated {what} (e.g. 5,10,20), "
+                                             f"got {text!r}")
+        twice = sorted({v for v in values if values.count(v) > 1})
+        if twice:
+            raise argparse.ArgumentTypeError(f"lists {', '.join(map(str, twice))} more than once "
+                                             f"(got {text!r})")
+        return values
+    return parse
+
+
+def _add_compare_k_command(sub) -> None:
+    """The parser of `compare-k`."""
+    from .coherence import MEASURES
+    fixed = _fixed_k_models()
+    p = sub.add_parser(
+        "compare-k", help="choose the number of topics: fit several K, compare them on held-out "
+                          "documents",
+        description="Fit --model for every K of --ks and every seed of --seeds on --input less "
+                    "the held-out documents (--held-out FILE, else a seeded --held-out-fraction "
+                    "of the input), and print one row per K: the held-out perplexity and the "
+                    "mean topic coherence on the training documents, mean +- sd over the seeds "
+                    "(jt.compare_num_topics). --csv also writes the table.")
+    _add_corpus_input(p)
+    p.add_argument("--model", choices=sorted(MODEL_OPTIONS), default="lda",
+                   help=f"a model of a given K: {', '.join(fixed)} (default: lda); the others "
+                        f"infer their K")
+    p.add_argument("--ks", type=_int_list(1, "positive integers"), required=True,
+                   help="the numbers of topics (dmm: clusters) to compare, e.g. 5,10,20")
+    p.add_argument("--seeds", type=_int_list(0, "integers >= 0"), default=[0, 1, 2],
+                   help="the seeds of each K's fits (default 0,1,2; the first also seeds the "
+                        "held-out split)")
+    p.add_argument("--sweeps", type=int, default=200, help="sweeps of each fit (default 200)")
+    held = p.add_mutually_exclusive_group()
+    held.add_argument("--held-out", default=None, metavar="FILE",
+                      help="held-out documents, read as --input is (the same --format, --vocab, "
+                           "--text-key)")
+    held.add_argument("--held-out-fraction", type=float, default=None,
+                      help="without --held-out: the share of the input's documents held out "
+                           "(default 0.1)")
+    p.add_argument("--method", default=None,
+                   help="the held-out method, as `jaxtopics evaluate --method` (default: the "
+                        "model's own)")
+    p.add_argument("--coherence", choices=[*MEASURES, "none"], default="c_npmi",
+                   help="the coherence measure of each topic's --top-words words on the "
+                        "training documents (default c_npmi; none: skip)")
+    p.add_argument("--top-words", type=int, default=10,
+                   help="top words per topic for --coherence (default 10)")
+    offered = {o.arg for name in fixed for o in MODEL_OPTIONS[name]} | {
+        o.arg for o in SHARED_OPTIONS}
+    for opt in _all_options():
+        if opt.arg in offered and opt.arg not in _COMPARE_K_SKIPPED:
+            p.add_argument(opt.flag, dest=opt.arg, type=opt.type, default=None, help=opt.help)
+    p.add_argument("--csv", default=None, metavar="PATH",
+                   help="also write the table: a header row 'k,perplexity,perplexity_sd,"
+                        "coherence,coherence_sd', then one row per K (whole or not at all)")
+    # what _read_corpus asks of a fit's arguments: one process, no sentences or labels asked for
+    # (slda's sentences are implied by the model)
+    p.set_defaults(sentences=False, labelled=False, coordinator=None)
+
+
+def _add_corpus_input(p: argparse.ArgumentParser) -> None:
+    """The corpus file of `fit` and `compare-k` (read by ``_read_corpus``)."""
+    p.add_argument("--input", "-i", required=True, help="corpus file")
+    p.add_argument("--format", choices=("auto", "ldac", "text", "jsonl"), default="auto",
+                   help="ldac: LDA-C counts (+ --vocab); text: one document per line; "
+                        "jsonl: one JSON object per line (--text-key)")
+    p.add_argument("--vocab", help="vocabulary file for LDA-C (one word per line)")
+    p.add_argument("--text-key", default=None, help="jsonl: the key of the text (default: text)")
 
 
 def _add_model_args(p: argparse.ArgumentParser, *, sweeps: int, fit: bool) -> None:
@@ -792,12 +972,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="jaxtopics", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     fit = sub.add_parser("fit", help="fit a model on a corpus file")
-    fit.add_argument("--input", "-i", required=True, help="corpus file")
-    fit.add_argument("--format", choices=("auto", "ldac", "text", "jsonl"), default="auto",
-                     help="ldac: LDA-C counts (+ --vocab); text: one document per line; "
-                          "jsonl: one JSON object per line (--text-key)")
-    fit.add_argument("--vocab", help="vocabulary file for LDA-C (one word per line)")
-    fit.add_argument("--text-key", default=None, help="jsonl: the key of the text (default: text)")
+    _add_corpus_input(fit)
     fit.add_argument("--out", "-o", required=True, help="output directory")
     fit.add_argument("--resume", action="store_true",
                      help="continue the chain saved in OUT/model.jtm for --sweeps more sweeps "
@@ -811,6 +986,7 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("path", help="a model file (model.jtm) or the --out directory of a fit")
     show.add_argument("--top-words", type=int, default=10)
     _add_new_docs_commands(sub)
+    _add_compare_k_command(sub)
     parser.commands = sub.choices          # command name -> its parser (for its own errors)
     return parser
 
@@ -976,6 +1152,9 @@ def _run(args: argparse.Namespace) -> int:
             text = _load_model(args.path).summary(n=args.top_words)
             _print_while_read(text)
             return 141 if _report_state.get("reader_gone") else 0
+        if args.command == "compare-k":
+            status = _compare_k(args)
+            return 141 if status == 0 and _report_state.get("reader_gone") else status
         if args.command in ("infer", "evaluate"):
             model = _load_model(args.model_path)
             status = (_infer(model, args) if args.command == "infer"
