@@ -424,7 +424,7 @@ def _gold_labels(labels: Any) -> np.ndarray:
     return _frozen(np.asarray(_encode_labels(items), np.int64))
 
 
-def _nfc_vocab(vocab: tuple[str, ...]) -> tuple[str, ...]:
+def _nfc_vocab(vocab: tuple[str, ...], what: str = "vocab words") -> tuple[str, ...]:
     """The vocabulary NFC-normalised (as ``from_texts`` normalises texts), so a word matches
     however its characters were composed; two entries that become the same word are refused,
     naming both (their code points differ where they look alike)."""
@@ -436,10 +436,10 @@ def _nfc_vocab(vocab: tuple[str, ...]) -> tuple[str, ...]:
         j = seen.setdefault(w, i)
         if j != i and vocab[j] != vocab[i]:         # exact repeats: the duplicate check's
             raise CorpusError(
-                f"vocab words {j} ({ascii(vocab[j])}) and {i} ({ascii(vocab[i])}) are the same "
-                f"word {w!r} once NFC-normalised (a corpus normalises its words, as from_texts "
-                f"does its texts): give each word once, e.g. normalise the texts the vocabulary "
-                f"was built from")
+                f"{what} {j} ({ascii(vocab[j])}) and {i} ({ascii(vocab[i])}) are the same "
+                f"{'word' if what == 'vocab words' else 'name'} {w!r} once NFC-normalised (a corpus normalises its words and label names, "
+                f"as from_texts does its texts): give each once, e.g. normalise the texts they "
+                f"were taken from")
     return out
 
 
@@ -482,6 +482,8 @@ def _label_sets_csr(sets: Any, names: Sequence[str] | None = None
                                   f"{type(x).__name__} ({x!r})")
             if isinstance(x, str) and not x.strip():
                 raise CorpusError(f"document {d}: empty label name {x!r}")
+            if isinstance(x, str):               # NFC, as words are: one label however composed
+                x = unicodedata.normalize("NFC", x)
             seen.setdefault(str(x), x)
         if not seen:
             raise CorpusError(f"document {d} has an empty label set (every document needs at "
@@ -493,7 +495,7 @@ def _label_sets_csr(sets: Any, names: Sequence[str] | None = None
         else:
             names_t = tuple(dict.fromkeys(str(x) for doc in docs for x in doc))
     else:
-        names_t = _str_tuple(names, "label_names")
+        names_t = _nfc_vocab(_str_tuple(names, "label_names"), "label_names entries")
     index = {n: i for i, n in enumerate(names_t)}
     ids: list[int] = []
     offsets = [0]
@@ -691,7 +693,7 @@ class Corpus:
         if self.label_names is None:
             names = tuple(str(i) for i in range(int(ids.max()) + 1 if ids.size else 0))
         else:
-            names = _str_tuple(self.label_names, "label_names")
+            names = _nfc_vocab(_str_tuple(self.label_names, "label_names"), "label_names entries")
             if len(set(names)) != len(names):
                 dup = next(n for i, n in enumerate(names) if n in names[:i])
                 raise CorpusError(f"label_names has the label {dup!r} twice")

@@ -778,10 +778,12 @@ class SentenceLDA(_Estimator):
     needs_sentences = True
 
     def __init__(self, num_topics: int = 20, alpha: float = 0.1, beta: float = 0.01,
-                 sampler: str = "parallel", *, num_blocks: int = 64, chunk_size: int = 8192):
+                 sampler: str = "parallel", *, num_blocks: int = 64, chunk_size: int = 8192,
+                 split_merge_steps: int = 1):
         self.params = slda.check_params(slda.Params(
             num_topics=num_topics, alpha=_number(alpha, "alpha"), beta=_number(beta, "beta"),
-            sampler=sampler, num_blocks=num_blocks, chunk_size=chunk_size))
+            sampler=sampler, num_blocks=num_blocks, chunk_size=chunk_size,
+            split_merge_steps=split_merge_steps))
 
 
 class PTM(_Estimator):
@@ -874,7 +876,7 @@ def _number(x: Any, name: str) -> float:
     range (``validate.check_float32``)."""
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
         raise ParameterError(f"{name} must be a number, got {x!r}")
-    return float(x)
+    return float(str(x)) if isinstance(x, np.float32) else float(x)   # 0.1, not 0.10000000149
 
 
 # -- helpers of the facade's methods ---------------------------------------------------------
@@ -1373,8 +1375,11 @@ def _shown_param(name: str, value: Any, estimates: dict[str, np.ndarray]) -> str
 
 def _plain_params(params: Any) -> Any:
     """`params` with numpy scalars (np.int32(3), np.float64(0.1), np.bool_) as the Python
-    numbers they equal, so reprs, saved metadata and traces show plain values."""
-    plain = {k: v.item() if isinstance(v, np.generic) else v for k, v in params._asdict().items()}
+    numbers they equal (a float32 as its shortest decimal, 0.1 not 0.10000000149011612: the
+    same float32 the sampler computes with), so reprs, saved metadata and traces show plain
+    values."""
+    plain = {k: (float(str(v)) if isinstance(v, np.float32) else v.item())
+             if isinstance(v, np.generic) else v for k, v in params._asdict().items()}
     return params._replace(**plain)
 
 
@@ -1423,8 +1428,10 @@ class FittedHDP(FittedModel):
                               doc_topic=jnp.asarray(doc_topic[:, :k], jnp.int32),
                               word_topic=jnp.asarray(np.asarray(state.word_topic)[:, slots], jnp.int32),
                               topic=jnp.asarray(np.asarray(state.topic)[slots], jnp.int32))
+        lj = _log_joint_of_state(lda, lda_state, lda_params)
+        start = [TracePoint(0, lj / max(self.num_tokens, 1), 0.0, 0.0)] if lj is not None else []
         fitted = FittedModel("lda", lda_params, self.vocab, self.seed, lda_state, None,
-                             self.corpus_fingerprint, 0, [], self.num_tokens)
+                             self.corpus_fingerprint, 0, start, self.num_tokens)
         fitted.text_options = self.text_options
         return fitted
 

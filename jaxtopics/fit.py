@@ -141,6 +141,14 @@ def check_chunk_memory(model: ModuleType, params: Any, data: Any, state: Any, ch
                      "fit a chunk of sweeps in their memory")
 
 
+def _unshared(state: Any, data: Any) -> Any:
+    """`state` with a copy of every array it shares with `data`: the chunks donate the state's
+    buffers, and a shared one would be deleted from the data (and from the fitted object that
+    keeps it) too."""
+    held = {id(leaf) for leaf in jax.tree.leaves(data) if isinstance(leaf, jax.Array)}
+    return jax.tree.map(lambda a: jnp.array(a, copy=True) if id(a) in held else a, state)
+
+
 def _shapes(state: Any) -> list:
     return [getattr(leaf, "shape", None) for leaf in jax.tree.leaves(state)]
 
@@ -175,6 +183,7 @@ def run_sweeps(model: ModuleType, params: Any, data: Any, state: Any, chain_key:
     `num_sweeps=0` returns the state and one trace point evaluating it (0 changed, 0 seconds).
     """
     stop = start + num_sweeps
+    state = _unshared(state, data)
     if num_sweeps == 0:                       # no sweep: the trace evaluates the state given
         lj = evaluate_log_joint(model, params, data, state)
         return state, [TracePoint(start, float(lj) / max(num_tokens, 1), 0.0, 0.0)]

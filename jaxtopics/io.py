@@ -453,8 +453,11 @@ def read_jsonl(
                 raise FormatError(f"missing key {label_key!r}", path, i + 1)
             label = obj[label_key]
             if isinstance(label, bool) or not isinstance(label, (int, str)):
+                sets = (" (one label per document; label sets, for DP-MRM, are read from "
+                        "'label1--label2<TAB>text' lines: Corpus.from_text_file(path, "
+                        "labelled=True), or passed as labels= lists)") if isinstance(label, list) else ""
                 raise FormatError(
-                    f"label {label_key!r} must be an integer or a string, got {label!r}",
+                    f"label {label_key!r} must be an integer or a string, got {label!r}{sets}",
                     path,
                     i + 1,
                 )

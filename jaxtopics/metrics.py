@@ -163,6 +163,8 @@ def v_measure(labels_true: Any, labels_pred: Any, beta: float = 1.0) -> float:
             or not math.isfinite(float(beta)) or float(beta) < 0):
         raise ParameterError(f"beta must be a finite number >= 0, got {beta!r}")
     h, c = _homogeneity_completeness(labels_true, labels_pred)
+    if beta == 0:
+        return _unit(h)                    # the limit of the formula, defined where c = 0 too
     if h + c == 0.0:
         return 0.0
     return _unit((1 + beta) * h * c / (beta * h + c))

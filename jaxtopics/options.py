@@ -39,6 +39,9 @@ NUM_BLOCKS = Option("--num-blocks", "num_blocks", int, "blocks per parallel swee
                     "sentences or documents, by model; default 64)")
 GAMMA = Option("--gamma", "gamma", float, "DP concentration: hdp's corpus-level DP over topics, "
                "dpmrm's DP over topics of each label")
+SPLIT_MERGE_STEPS = Option("--split-merge-steps", "split_merge_steps", int,
+                           "split-merge moves per sweep (hdp: of topics, default 10; slda: of "
+                           "two topics' sentences, default 1; 0: none)")
 INITIAL_TOPICS = Option("--initial-topics", "initial_topics", int,
                         "topics of the random initial state (hdp, dpmrm)")
 
@@ -54,7 +57,7 @@ MODEL_OPTIONS: dict[str, tuple[Option, ...]] = {
             NUM_BLOCKS,
             Option("--mh-steps", "mh_steps", int, "LDA parallel: Metropolis-Hastings cycles "
                    "per token instead of an exact draw (default 0: exact; for very large K)")),
-    "slda": (NUM_TOPICS, NUM_BLOCKS),
+    "slda": (NUM_TOPICS, NUM_BLOCKS, SPLIT_MERGE_STEPS),
     "ptm": (NUM_TOPICS,
             Option("--num-pseudo-docs", "num_pseudo_docs", int,
                    "P, the number of pseudo-documents (PTM)"),
@@ -69,7 +72,5 @@ MODEL_OPTIONS: dict[str, tuple[Option, ...]] = {
     "dpmm": (Option("--capacity", "capacity", int,
                     "starting number of cluster slots, grown when full (DPMM)"),
              NUM_BLOCKS),
-    "hdp": (GAMMA, INITIAL_TOPICS, NUM_BLOCKS,
-            Option("--split-merge-steps", "split_merge_steps", int,
-                   "split-merge moves of topics per sweep (hdp; default 10, 0: none)")),
+    "hdp": (GAMMA, INITIAL_TOPICS, NUM_BLOCKS, SPLIT_MERGE_STEPS),
 }

@@ -196,3 +196,67 @@ def test_hdp_summary_shows_the_sampled_concentrations():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert "sampled" not in plain.summary()
+
+
+# -- from the outside review of the fixes above ----------------------------------------------
+
+
+def test_dpmrm_refuses_more_initial_topics_than_tokens_can_fill():
+    many = jt.Corpus.from_texts(["apple banana"] * 300,
+                                labels=[[f"l{i}", f"m{i % 7}"] for i in range(300)])
+    with pytest.raises(ParameterError, match=r"initial_topics=1000 gives 307000 initial topics "
+                                             r"\(307 labels x 1000\) for a corpus of 600 tokens"):
+        jt.DPMRM(initial_topics=1000).fit(many, num_sweeps=1)
+    for value in (2**30, 10**9):          # one message for the limit
+        with pytest.raises(ParameterError, match="initial_topics must be an integer <= 1048576"):
+            jt.DPMRM(initial_topics=value)
+
+
+@pytest.mark.parametrize("sampler", ["parallel", "sequential"])
+def test_sentence_lda_pickles_after_fit_and_resume(sampler, tmp_path):
+    texts = ["apple banana apple cherry", "banana cherry date date", "egg fig grape egg"] * 2
+    corpus = jt.Corpus.from_texts([t + ". " + t for t in texts], sentences=True)
+    m = jt.SentenceLDA(num_topics=2, sampler=sampler).fit(corpus, num_sweeps=2)
+    copied = pickle.loads(pickle.dumps(m))
+    copy.deepcopy(m)
+    m.resume(corpus, num_sweeps=2)
+    copied.resume(corpus, num_sweeps=2)
+    np.testing.assert_array_equal(copied.sentence_topics, m.sentence_topics)
+    m.save(tmp_path / "s.jtm")
+    copy.deepcopy(jt.load(tmp_path / "s.jtm").resume(corpus, num_sweeps=2))
+
+
+def test_v_measure_with_beta_zero_is_homogeneity():
+    from jaxtopics import metrics
+    assert metrics.v_measure([0, 0], [0, 1], beta=0.0) == 1.0
+    assert metrics.v_measure([0, 1, 1], [0, 0, 1], beta=0.0) == pytest.approx(
+        metrics.homogeneity([0, 1, 1], [0, 0, 1]))
+
+
+def test_label_names_are_nfc_normalised_like_words():
+    import unicodedata
+    nfd, nfc = unicodedata.normalize("NFD", "école"), unicodedata.normalize("NFC", "école")
+    c = jt.Corpus.from_texts(["apple pie", "dog cat"], labels=[[nfd], [nfc]])
+    assert c.label_names == (nfc,)
+    with pytest.raises(jt.CorpusError, match="label_names entries 0 .* and 1 .* same name"):
+        jt.Corpus.from_token_lists([["a"], ["b"]], labels=[[nfd], [nfc]], label_names=[nfd, nfc])
+
+
+def test_hdp_to_lda_starts_its_trace_with_the_log_joint():
+    h = jt.HDP(initial_topics=3).fit(jt.Corpus.from_texts(TEXTS * 4), num_sweeps=2)
+    a = h.to_lda()
+    assert [p.sweep for p in a.trace] == [0]
+    assert a.trace[0].log_joint_per_token == pytest.approx(a.log_joint_per_token())
+    assert "log joint per token:" in a.summary()
+
+
+def test_jsonl_label_set_points_at_the_label_set_formats(tmp_path):
+    (tmp_path / "m.jsonl").write_text('{"text": "apple banana", "labels": ["a", 1]}\n')
+    with pytest.raises(jt.FormatError, match="labelled=True"):
+        jt.Corpus.from_jsonl(tmp_path / "m.jsonl", label_key="labels")
+
+
+def test_float32_parameters_show_their_shortest_decimal():
+    est = jt.LDA(num_topics=2, alpha=np.float32(0.1))
+    assert "alpha=0.1," in repr(est)
+    assert jt.DMM(num_clusters=2, alpha=np.float32(0.1)).params.alpha == 0.1

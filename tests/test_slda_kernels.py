@@ -7,7 +7,10 @@
    for the sequential kernel and for the parallel kernel in its exact limit (one sentence per
    block). Negative controls: the same sampler with the denominator's index frozen instead of
    running over the sentence's tokens (the seed-text error DESIGN.md corrects), and a fully
-   synchronous parallel sweep, are both rejected.
+   synchronous parallel sweep, are both rejected (these two without split-merge moves, so that
+   their own exact laws are the Gibbs scan and synchronous matrices). Both exact kernels end
+   every sweep with the default split-merge move, which is also checked alone: from exact
+   posterior draws one move leaves the law unchanged (control: the move accepting everything).
 2. Count tables stay consistent with z; a 10,000-token sentence does not underflow.
 3. Planted sentence topics are recovered; on the Lee corpus the parallel kernel's log joint per
    token is within 0.5 % of the sequential kernel's.

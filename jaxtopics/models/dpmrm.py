@@ -235,6 +235,10 @@ def check_params(params: Params) -> Params:
     if params.sampler not in SAMPLERS:
         raise ParameterError(f"sampler must be one of {SAMPLERS}, got {params.sampler!r}")
     check_int(params.num_blocks, "num_blocks", low=1, high=MAX_BLOCKS)
+    if (isinstance(params.initial_topics, (int, np.integer)) and not isinstance(params.initial_topics, bool)
+            and params.initial_topics > 2**20):
+        raise ParameterError(f"initial_topics must be an integer <= {2**20}, "
+                             f"got {params.initial_topics}")
     for name, low in (("topic_capacity", 0), ("table_capacity", 0),
                       ("initial_topics", 1), ("chunk_size", 1)):
         v = getattr(params, name)
@@ -242,15 +246,14 @@ def check_params(params: Params) -> Params:
             raise ParameterError(f"{name} must be an integer >= {low}, got {v!r}")
         if v >= 2**30:
             raise ParameterError(f"{name} = {v} is too large (< 2^30)")
-    if params.initial_topics > 2**20:
-        raise ParameterError(f"initial_topics must be an integer <= {2**20}, "
-                             f"got {params.initial_topics}")
     return params
 
 
-def _check_capacity(num_labels: int, params: Params) -> None:
+def _check_capacity(num_labels: int, num_tokens: int, params: Params) -> None:
     """The topic slots of the initial state (labels x initial_topics, doubled for room unless
-    topic_capacity is set) must be int32 indices; larger is a ParameterError naming both."""
+    topic_capacity is set) must be int32 indices, and (beyond the default 4 per label) no more
+    than the tokens that can fill them: a topic holds at least one token, so more initial
+    topics only cost memory and time (slots grow on demand anyway). ParameterError otherwise."""
     per_label = params.initial_topics
     slots = max(params.topic_capacity or 2 * num_labels * per_label, num_labels * per_label)
     if slots > 2**30:
@@ -258,6 +261,13 @@ def _check_capacity(num_labels: int, params: Params) -> None:
             f"DP-MRM's initial state needs {slots} topic slots ({num_labels} labels x "
             f"initial_topics={per_label}{'' if params.topic_capacity else ', doubled for room'}), "
             f"more than the int32 counts can index (2^30): lower initial_topics")
+    if num_labels * per_label > max(num_tokens, 4 * num_labels):
+        most = max(4, num_tokens // max(num_labels, 1))
+        raise ParameterError(
+            f"initial_topics={per_label} gives {num_labels * per_label} initial topics "
+            f"({num_labels} labels x {per_label}) for a corpus of {num_tokens} tokens, which can "
+            f"fill at most {num_tokens} of them: lower initial_topics (at most {most} here; "
+            f"topics are added as the chain needs them)")
 
 
 def check_label_sets(corpus: Corpus) -> None:
@@ -302,7 +312,7 @@ def prepare(corpus: Corpus, params: Params) -> Data:
     """Lay the corpus out for document sweeps: token slots, distinct words and label sets of
     every document, document blocks. Raises CorpusError when the corpus has no label sets."""
     check_label_sets(corpus)
-    _check_capacity(len(corpus.label_names), params)
+    _check_capacity(len(corpus.label_names), corpus.num_tokens, params)
     n, d, v = corpus.num_tokens, corpus.num_docs, corpus.num_words
     doc = corpus.doc_index.astype(np.int64)
     words = corpus.word_ids.astype(np.int64)

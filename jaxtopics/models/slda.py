@@ -27,6 +27,19 @@ Kernels (``Params.sampler``):
   at the block's start (each leaving out its own sentence), and the counts are refreshed exactly
   between blocks. With one sentence per block (num_blocks >= S) it is the sequential kernel.
 
+Both kernels end every sweep with ``Params.split_merge_steps`` (default 1) split-merge moves
+(``_reallocate``): all sentences of two topics are re-dealt between them one by one and the
+result is accepted by Metropolis-Hastings, an exact move, so the sequential kernel stays exact
+Gibbs plus an exact move. Why: single-sentence moves cannot split two planted topics merged into
+one sampler topic (issue 35): a sentence leaves the merged topic only for a topic that holds
+none of its words, a factor ~ (n_k + V beta)/(V beta) per token against it, so such chains
+stay ~0.05-0.1 nats/token below the planted optimum whatever the kernel, block count or start
+(scripts/slda_optima.py, two planted corpora of 2,400 and 3,200 sentences, 200 sweeps: 15 of
+32 chains of the two kernels merged; 256 blocks instead of 64 changed nothing, a tomotopy-style
+incremental start left 10 of 32; with one move per sweep 0 of 32). The move also swaps the
+labels of two topics often (the first sentence dealt goes either way), which changes no
+read-out but the topic order.
+
 Counts are int32 tables: ``doc_topic`` [D, K] (sentences), ``word_topic`` [V, K] (tokens) and
 ``topic`` [K] (tokens).
 """
@@ -91,7 +104,9 @@ class Params(NamedTuple):
     symmetric topic-word Dirichlet. sampler: "parallel" | "sequential". num_blocks: sentence
     blocks per parallel sweep (the staleness of a parallel sweep is ~1/num_blocks of the corpus).
     chunk_size: (sentence, distinct word) cells per chunk wherever a [sentences, words, K]
-    working array is needed.
+    working array is needed. split_merge_steps: exact split-merge moves of two topics at the
+    end of every sweep, both kernels (module docstring; each costs a sequential pass over the
+    two topics' sentences, ~2S/K; 0 = Gibbs moves of single sentences only, as before issue 35).
     """
 
     num_topics: int
@@ -146,7 +161,8 @@ class State(NamedTuple):
 
 class SweepInfo(NamedTuple):
     """Per-sweep diagnostics: changed = number of *tokens* whose topic changed in the sweep (the
-    summed lengths of the sentences that moved; the driver reports it as a fraction of tokens)."""
+    summed lengths of the sentences whose topic at the end differs from the start, split-merge
+    moves included; the driver reports it as a fraction of tokens)."""
 
     changed: Array
 
@@ -264,7 +280,7 @@ def state_from_assignments(z: Array, data: Data, params: Params, real: Array | N
         word_topic=count_table((v, k), sent.words.reshape(-1), jnp.repeat(z, m),
                                weights=sent.counts.reshape(-1)),
         topic=count_table((k,), z, weights=data.sent_len[:s]),
-        token_sentence=data.token_sentence,
+        token_sentence=jnp.array(data.token_sentence, copy=True),   # donated with the state
     )
 
 
@@ -478,7 +494,8 @@ def _split_merge(key: Array, state: State, data: Data, params: Params,
 
 def sweep(key: Array, state: State, data: Data, params: Params,
           axis_name: str | None = None) -> tuple[State, SweepInfo]:
-    """One sweep of the kernel ``params.sampler`` over all sentences; pure and jit/vmap-able.
+    """One sweep of the kernel ``params.sampler`` over all sentences, then
+    ``params.split_merge_steps`` split-merge moves; pure and jit/vmap-able.
 
     `axis_name`: inside ``shard_map`` over documents (``jaxtopics.distributed``), the mapped
     axis: the parallel kernel exchanges every block's word-topic and topic moves between the
