@@ -28,7 +28,7 @@ _LAZY = {"Corpus": ".corpus", "topic_coherence": ".coherence", "compare_num_topi
          **{name: ".estimators" for name in ("DMM", "DPMM", "DPMRM", "HDP", "LDA", "PTM",
                                              "FittedModel", "SentenceLDA", "TransformInfo",
                                              "load")}}
-_SUBMODULES = ("distributed", "evaluation", "metrics", "selection")
+_SUBMODULES = ("distributed", "evaluation", "hyper", "metrics", "selection")
 
 
 def __getattr__(name: str):

@@ -860,7 +860,8 @@ def _add_compare_k_command(sub) -> None:
         o.arg for o in SHARED_OPTIONS}
     for opt in _all_options():
         if opt.arg in offered and opt.arg not in _COMPARE_K_SKIPPED:
-            p.add_argument(opt.flag, dest=opt.arg, type=opt.type, default=None, help=opt.help)
+            p.add_argument(opt.flag, dest=opt.arg, default=None, help=opt.help,
+                           **opt.parser_arguments())
     p.add_argument("--csv", default=None, metavar="PATH",
                    help="also write the table: a header row 'k,perplexity,perplexity_sd,"
                         "coherence,coherence_sd', then one row per K (whole or not at all)")
@@ -886,7 +887,8 @@ def _add_model_args(p: argparse.ArgumentParser, *, sweeps: int, fit: bool) -> No
                    help="default: lda; with --resume, the model saved in --out" if fit
                    else "default: lda")
     for opt in _all_options():
-        p.add_argument(opt.flag, dest=opt.arg, type=opt.type, default=None, help=opt.help)
+        p.add_argument(opt.flag, dest=opt.arg, default=None, help=opt.help,
+                       **opt.parser_arguments())
     p.add_argument("--sentences", action="store_true",
                    help="keep sentence boundaries of text input (slda, which implies it)")
     p.add_argument("--labelled", action="store_true",

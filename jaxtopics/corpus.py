@@ -1,32 +1,33 @@
-"""The validated, immutable corpus every model starts from.
-
-A :class:`Corpus` holds host numpy arrays: all tokens of all documents concatenated
-(``word_ids``), document boundaries (``doc_offsets``), the vocabulary and optional sentence
-boundaries, gold labels and document names. Constructors read common inputs (token lists,
-raw texts, gensim-style bag-of-words, LDA-C, UCI, JSON lines). Empty documents are kept, never
-dropped; models that cannot take them call :meth:`Corpus.require_nonempty_docs`.
+"""The validated, immutable corpus every model starts from: a :class:`Corpus` holds host numpy
+arrays in a compressed-sparse-row layout (all tokens of all documents concatenated in
+``word_ids``, document boundaries in ``doc_offsets``), the vocabulary, and optional sentence
+boundaries, gold labels, label sets (for multi-label models such as DP-MRM) and document names;
+its constructors build it from token lists, raw texts (tokenised by :mod:`jaxtopics.text`),
+gensim-style bag-of-words, and the files :mod:`jaxtopics.io` reads (LDA-C, UCI bag-of-words,
+text lines, JSON lines). Empty documents are kept, never dropped; models that cannot take them
+call :meth:`Corpus.require_nonempty_docs`. The text pipeline's public names (``TextOptions``,
+``split_sentences``, ``default_tokenizer``, ``ENGLISH_STOP_WORDS``) are re-exported here.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-import hashlib
 import math
 import os
-import re
-import sys
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 import numpy as np
 
+from . import fingerprint as _fp
 from . import io as _io
 from .errors import CorpusError, EmptyDocumentError, ParameterError
+from .text import ENGLISH_STOP_WORDS, TextOptions, default_tokenizer, split_sentences
+from .text import nfc_vocab as _nfc_vocab
 from .validate import as_sequence
 
 __all__ = ["Corpus", "ENGLISH_STOP_WORDS", "TextOptions", "default_tokenizer", "split_sentences"]
@@ -34,262 +35,6 @@ __all__ = ["Corpus", "ENGLISH_STOP_WORDS", "TextOptions", "default_tokenizer", "
 _INT32_MAX = int(np.iinfo(np.int32).max)
 _INT64_MAX = int(np.iinfo(np.int64).max)
 _NUM_SHOWN = 5  # how many offending indices an error message lists
-
-ENGLISH_STOP_WORDS: frozenset[str] = frozenset(
-    """
-    a about above across after afterwards again against all almost alone along already also
-    although always am among amongst amount an and another any anyhow anyone anything anyway
-    anywhere are aren't around as at back be became because become becomes becoming been before
-    beforehand behind being below beside besides between beyond both bottom but by call can
-    can't cannot could couldn't did didn't do does doesn't doing don't done down due during
-    each eg either else elsewhere enough etc even ever every everyone everything everywhere
-    except few first for former formerly from front full further get gets give go had hadn't
-    has hasn't have haven't having he he'd he'll he's hence her here here's hereafter hereby
-    herein hereupon hers herself him himself his how how's however i i'd i'll i'm i've ie if in
-    indeed instead into is isn't it it's its itself just keep last latter latterly least less
-    let's like made many may me meanwhile might mine more moreover most mostly much must
-    mustn't my myself name namely neither never nevertheless next no nobody none noone nor not
-    nothing now nowhere of off often on once one only onto or other others otherwise ought our
-    ours ourselves out over own part per perhaps please put rather re same say says see seem
-    seemed seeming seems several shall shan't she she'd she'll she's should shouldn't show side
-    since so some somehow someone something sometime sometimes somewhere still such take than
-    that that's the their theirs them themselves then thence there there's thereafter thereby
-    therefore therein thereupon these they they'd they'll they're they've this those though
-    through throughout thru thus to together too top toward towards under until up upon us
-    very via was wasn't we we'd we'll we're we've well were weren't what what's whatever when
-    when's whence whenever where where's whereafter whereas whereby wherein whereupon wherever
-    whether which while whither who who's whoever whole whom whose why why's will with within
-    without won't would wouldn't yet you you'd you'll you're you've your yours yourself
-    yourselves zero one two three four five six seven eight nine ten
-    """.split()
-)
-"""A standard English stop-word list (function words, pronouns, contractions, number words)."""
-
-_SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+|\s*\n\s*")
-_JOINERS = "'\u2019\u200c\u200d"   # apostrophes, zero-width (non-)joiner: inside a word only
-_HASH_CHUNK = 1 << 20                # rows hashed at a time by _hash_sums (bounded temporaries)
-
-
-def _mix64(x: np.ndarray) -> np.ndarray:
-    """splitmix64's finaliser, a bijective 64-bit mixer, elementwise on uint64 (wrapping)."""
-    x = x ^ (x >> np.uint64(30))
-    x = x * np.uint64(0xBF58476D1CE4E5B9)
-    x = x ^ (x >> np.uint64(27))
-    x = x * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
-
-
-def _hash_sums(family: int, *columns: np.ndarray) -> np.ndarray:
-    """uint64 [2]: for two seeds of `family`, the sum (mod 2^64) over rows of the chained mix
-    of the row's columns (non-negative integers): an order-sensitive digest that adds up over
-    any split of the rows."""
-    out = [0, 0]
-    n = columns[0].shape[0]
-    for lo in range(0, n, _HASH_CHUNK):
-        cols = [np.asarray(c[lo:lo + _HASH_CHUNK]).astype(np.uint64) for c in columns]
-        for j in range(2):
-            h = np.full(cols[0].shape, 0x9E3779B97F4A7C15 * (2 * family + j + 1) % 2**64, np.uint64)
-            for c in cols:
-                h = _mix64(h ^ c)
-            out[j] = (out[j] + int(h.sum(dtype=np.uint64))) % 2**64
-    return np.asarray(out, np.uint64)
-
-
-@functools.lru_cache(maxsize=1)
-def _token_re() -> re.Pattern[str]:
-    """Words: a letter, then letters, digits, combining marks (Unicode category M) and joiners,
-    ending in a letter, digit or mark. Python's ``\\w`` lacks the marks, which cut Devanagari,
-    Thai or Arabic words apart at every vowel sign, virama or harakat; the mark class is built from
-    this Python's ``unicodedata`` once, on first use."""
-    ranges: list[str] = []
-    start = prev = -2
-    for cp in range(sys.maxunicode + 1):
-        if unicodedata.category(chr(cp))[0] == "M":
-            if cp != prev + 1:
-                if start >= 0:
-                    ranges.append(f"\\U{start:08x}-\\U{prev:08x}")
-                start = cp
-            prev = cp
-    ranges.append(f"\\U{start:08x}-\\U{prev:08x}")
-    marks = "".join(ranges)
-    return re.compile(rf"[^\W\d_](?:[\w{marks}{_JOINERS}]*[\w{marks}])?")
-
-
-def default_tokenizer(text: str) -> list[str]:
-    """Words made of letters with internal digits, apostrophes and combining marks (``don't``,
-    ``covid19``, ``हिन्दी``), after NFC normalisation (so a decomposed ``café`` is the composed
-    one). Digits-only runs, punctuation, symbols and emoji are not words. Scripts written without
-    spaces (Chinese, Japanese, Thai) come out as whole runs: pass a segmenting ``tokenizer`` to
-    :meth:`Corpus.from_texts` for those."""
-    text = unicodedata.normalize("NFC", text)
-    return [t.replace("\u2019", "'") for t in _token_re().findall(text)]
-
-
-def split_sentences(text: str) -> list[str]:
-    """Split at ``.``, ``!`` or ``?`` followed by whitespace, and at newlines."""
-    return [s for s in _SENTENCE_SPLIT_RE.split(text) if s and not s.isspace()]
-
-
-class TextOptions(NamedTuple):
-    """How :meth:`Corpus.from_texts` turns one text into tokens: NFC-normalise, tokenize,
-    lowercase, drop tokens shorter than ``min_length``, drop stop words.
-
-    A corpus built from texts keeps its options (``Corpus.text_options``), and so does a model
-    fitted to it (also in its model file), so new texts are tokenised exactly as the training
-    texts were (``FittedModel.transform``). ``tokenizer`` is None for :func:`default_tokenizer`,
-    else the callable given; a model file cannot hold a callable, so one read from a file says
-    ``"custom"`` (and new texts must then be tokenised by the caller). ``stop_words`` is
-    ``"english"`` (:data:`ENGLISH_STOP_WORDS`), a sorted tuple of words, or None. Build with
-    :meth:`make`, which validates.
-    """
-
-    tokenizer: Callable[[str], Sequence[str]] | str | None = None
-    lowercase: bool = True
-    stop_words: str | tuple[str, ...] | None = "english"
-    min_length: int = 2
-
-    @classmethod
-    def make(
-        cls,
-        tokenizer: Callable[[str], Sequence[str]] | None = None,
-        lowercase: bool = True,
-        stop_words: Literal["english"] | Iterable[str] | None = "english",
-        min_length: int = 2,
-    ) -> TextOptions:
-        """Validated options (raises ParameterError naming the bad one)."""
-        if tokenizer is not None and not callable(tokenizer):
-            raise ParameterError(f"tokenizer must be callable, got {type(tokenizer).__name__}")
-        if not isinstance(lowercase, (bool, np.bool_)):
-            raise ParameterError(f"lowercase must be True or False, got {lowercase!r}")
-        if isinstance(min_length, bool) or not isinstance(min_length, (int, np.integer)):
-            raise ParameterError(f"min_length must be an int, got {min_length!r}")
-        if min_length < 0:
-            raise ParameterError(f"min_length must be >= 0, got {min_length}")
-        stops: str | tuple[str, ...] | None
-        if stop_words is None:
-            stops = None
-        elif isinstance(stop_words, str):
-            if stop_words != "english":
-                raise ParameterError(
-                    f"unknown stop-word list {stop_words!r}; use 'english', None, "
-                    f"or a collection of words"
-                )
-            stops = "english"
-        else:
-            try:
-                words = list(stop_words)
-            except TypeError:
-                raise ParameterError(
-                    f"stop_words must be 'english', None or a collection of words, "
-                    f"got {type(stop_words).__name__}"
-                ) from None
-            bad = [w for w in words if not isinstance(w, str)]
-            if bad:
-                raise ParameterError(f"stop_words must be strings, got {bad[0]!r}")
-            stops = tuple(sorted({unicodedata.normalize("NFC", w) for w in words}))
-        return cls(tokenizer, bool(lowercase), stops, int(min_length))
-
-    def _stop_set(self) -> frozenset[str]:
-        if self.stop_words is None:
-            stops: frozenset[str] = frozenset()
-        elif self.stop_words == "english":
-            stops = ENGLISH_STOP_WORDS
-        else:
-            stops = frozenset(self.stop_words)
-        return frozenset(w.lower() for w in stops) if self.lowercase else stops
-
-    def _pipeline(self) -> Callable[[str, int], list[str]]:
-        """``f(text, d) -> tokens``; errors name document ``d``."""
-        tok = self.tokenizer
-        if tok is None:
-            tok = default_tokenizer
-        elif not callable(tok):
-            raise ParameterError(
-                f"these texts were tokenised by a custom tokenizer ({tok!r}), which a model file "
-                f"cannot hold: tokenise new texts with it, e.g. "
-                f"Corpus.from_texts(texts, tokenizer=...), and pass the Corpus"
-            )
-        stops, lowercase, min_length = self._stop_set(), self.lowercase, self.min_length
-        nfc = unicodedata.normalize
-
-        def tokens_of(text: str, d: int) -> list[str]:
-            try:
-                raw = tok(nfc("NFC", text))
-            except Exception as e:  # the user's tokenizer failed: say on which document
-                raise CorpusError(
-                    f"document {d}: tokenizer raised {type(e).__name__}: {e}"
-                ) from e
-            if isinstance(raw, (str, bytes)):
-                raise CorpusError(f"document {d}: tokenizer returned a string, expected a list")
-            if not isinstance(raw, Iterable):
-                raise CorpusError(f"document {d}: tokenizer returned {type(raw).__name__}, "
-                                  f"expected a list of str")
-            out = []
-            for p, t in enumerate(raw):
-                if not isinstance(t, str):
-                    raise CorpusError(
-                        f"document {d}: tokenizer returned non-str token {t!r} at position {p}"
-                    )
-                if lowercase:
-                    t = t.lower()
-                if t and len(t) >= min_length and t not in stops:   # never an empty word
-                    out.append(t)
-            return out
-
-        return tokens_of
-
-    def tokenize(self, texts: Iterable[str]) -> list[list[str]]:
-        """The tokens of each text (one list per text), as :meth:`Corpus.from_texts` makes them
-        before its vocabulary is built."""
-        if isinstance(texts, (str, bytes)):
-            raise CorpusError("texts must be an iterable of str, got a single string")
-        tokens_of = self._pipeline()
-        out = []
-        for d, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise CorpusError(f"texts[{d}] must be a str, got {type(text).__name__}")
-            out.append(tokens_of(text, d))
-        return out
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-able description (a custom tokenizer is named, not stored)."""
-        tok = self.tokenizer
-        if tok is None:
-            name = "default"
-        elif isinstance(tok, str):
-            name = tok
-        else:
-            qual = getattr(tok, "__qualname__", type(tok).__name__)
-            module = (getattr(tok, "__module__", None)          # a method of a builtin type
-                      or getattr(getattr(tok, "__objclass__", None), "__module__", None) or "?")
-            name = f"custom:{module}.{qual}"
-        stops = list(self.stop_words) if isinstance(self.stop_words, tuple) else self.stop_words
-        return {"tokenizer": name, "normalize": "NFC", "lowercase": self.lowercase,
-                "stop_words": stops, "min_length": self.min_length}
-
-    @classmethod
-    def from_json(cls, obj: Any) -> TextOptions:
-        """Inverse of :meth:`to_json`; raises ValueError saying what is wrong."""
-        keys = {"tokenizer", "normalize", "lowercase", "stop_words", "min_length"}
-        if not isinstance(obj, dict) or set(obj) != keys:
-            got = sorted(obj) if isinstance(obj, dict) else type(obj).__name__
-            raise ValueError(f"expected an object with keys {sorted(keys)}, got {got}")
-        tok = obj["tokenizer"]
-        if not isinstance(tok, str) or not (tok == "default" or tok.startswith("custom")):
-            raise ValueError(f"tokenizer must be 'default' or 'custom:...', got {tok!r}")
-        if obj["normalize"] != "NFC":
-            raise ValueError(f"normalize must be 'NFC', got {obj['normalize']!r}")
-        stops = obj["stop_words"]
-        if not (stops is None or stops == "english" or (
-                isinstance(stops, list) and all(isinstance(w, str) for w in stops))):
-            raise ValueError(f"stop_words must be 'english', null or a list of words, got {stops!r}")
-        if not isinstance(obj["lowercase"], bool):
-            raise ValueError(f"lowercase must be true or false, got {obj['lowercase']!r}")
-        ml = obj["min_length"]
-        if isinstance(ml, bool) or not isinstance(ml, int) or ml < 0:
-            raise ValueError(f"min_length must be an integer >= 0, got {ml!r}")
-        return cls(None if tok == "default" else tok, obj["lowercase"],
-                   tuple(stops) if isinstance(stops, list) else stops, ml)
 
 
 # --------------------------------------------------------------------------------------------
@@ -422,25 +167,6 @@ def _gold_labels(labels: Any) -> np.ndarray:
     if not any(isinstance(v, str) for v in items):
         return _int_array(items, np.int64, "labels")           # ints kept (range checked)
     return _frozen(np.asarray(_encode_labels(items), np.int64))
-
-
-def _nfc_vocab(vocab: tuple[str, ...], what: str = "vocab words") -> tuple[str, ...]:
-    """The vocabulary NFC-normalised (as ``from_texts`` normalises texts), so a word matches
-    however its characters were composed; two entries that become the same word are refused,
-    naming both (their code points differ where they look alike)."""
-    if all(w.isascii() or unicodedata.is_normalized("NFC", w) for w in vocab):
-        return vocab
-    out = tuple(unicodedata.normalize("NFC", w) for w in vocab)
-    seen: dict[str, int] = {}
-    for i, w in enumerate(out):
-        j = seen.setdefault(w, i)
-        if j != i and vocab[j] != vocab[i]:         # exact repeats: the duplicate check's
-            raise CorpusError(
-                f"{what} {j} ({ascii(vocab[j])}) and {i} ({ascii(vocab[i])}) are the same "
-                f"{'word' if what == 'vocab words' else 'name'} {w!r} once NFC-normalised (a corpus normalises its words and label names, "
-                f"as from_texts does its texts): give each once, e.g. normalise the texts they "
-                f"were taken from")
-    return out
 
 
 def _is_label_sets(labels: Any) -> bool:
@@ -804,69 +530,26 @@ class Corpus:
         hashed as well, so ("a\\nb", "c") and ("a", "b\\nc") differ; other vocabularies hash
         as they always did (fingerprints in existing model files stay valid).
         """
-        if version == 2:
-            return self.fingerprint_from_parts(sentences, self.fingerprint_counts(sentences),
-                                               self.fingerprint_parts(sentences))
-        if version != 1:
-            raise ParameterError(f"fingerprint version must be 1 or 2, got {version!r}")
-        h = hashlib.sha256()
-        h.update(b"jaxtopics-corpus-v1\0")
-        h.update(np.asarray([self.num_tokens, self.num_docs, self.num_words], "<i8").tobytes())
-        h.update(self.word_ids.astype("<i4", copy=False).tobytes())
-        h.update(self.doc_offsets.astype("<i8", copy=False).tobytes())
-        h.update("\n".join(self.vocab).encode("utf-8", "surrogatepass"))
-        if any("\n" in w for w in self.vocab):
-            h.update(np.asarray([len(w) for w in self.vocab], "<i8").tobytes())
-        if sentences:
-            h.update(b"sentences\0")
-            if self.sentence_offsets is not None:
-                h.update(self.sentence_offsets.astype("<i8", copy=False).tobytes())
-        if self.label_offsets is not None:     # multi-label corpora only (others unchanged)
-            h.update(b"\0label-sets\0")
-            h.update(self.label_offsets.astype("<i8", copy=False).tobytes())
-            h.update(self.label_ids.astype("<i4", copy=False).tobytes())
-            h.update("\n".join(self.label_names).encode("utf-8"))
-        return h.hexdigest()
+        return _fp.fingerprint(self, sentences, version)
 
     def fingerprint_counts(self, sentences: bool = False) -> np.ndarray:
         """int64 [4]: tokens, documents, sentences (0 unless `sentences`), label entries: the
         sizes a part of a split corpus contributes (summed for the totals, prefix-summed for
         each part's offsets)."""
-        s = self.num_sentences if sentences and self.sentence_offsets is not None else 0
-        labels = 0 if self.label_ids is None else self.label_ids.shape[0]
-        return np.asarray([self.num_tokens, self.num_docs, s, labels], np.int64)
+        return _fp.fingerprint_counts(self, sentences)
 
     def fingerprint_parts(self, sentences: bool = False, offsets=(0, 0, 0, 0)) -> np.ndarray:
         """uint64 sums (mod 2^64) over this corpus's tokens, documents, sentences and label
         entries of a 64-bit hash of (global position, content), as the documents starting at
         global `offsets` (``fingerprint_counts`` order) of a larger corpus: the parts of a split
         corpus add up to the whole corpus's (``fingerprint(version=2)``)."""
-        t0, d0, s0, l0 = (int(x) for x in offsets)
-        docs = d0 + np.arange(self.num_docs, dtype=np.int64)
-        parts = [_hash_sums(1, t0 + np.arange(self.num_tokens, dtype=np.int64), self.word_ids),
-                 _hash_sums(2, docs, t0 + self.doc_offsets[:-1])]
-        if sentences and self.sentence_offsets is not None:
-            parts.append(_hash_sums(3, s0 + np.arange(self.num_sentences, dtype=np.int64),
-                                    t0 + self.sentence_offsets[:-1]))
-        if self.label_offsets is not None:
-            parts.append(_hash_sums(4, docs, l0 + self.label_offsets[:-1]))
-            parts.append(_hash_sums(5, l0 + np.arange(self.label_ids.shape[0], dtype=np.int64),
-                                    self.label_ids))
-        return np.concatenate(parts)
+        return _fp.fingerprint_parts(self, sentences, offsets)
 
     def fingerprint_from_parts(self, sentences: bool, counts, parts) -> str:
         """The version-2 fingerprint from the totals (``fingerprint_counts`` summed over the
         parts) and the parts' ``fingerprint_parts`` summed mod 2^64; the vocabulary and label
         names are this corpus's (the same in every part)."""
-        h = hashlib.sha256()
-        h.update(b"jaxtopics-corpus-v2\0")
-        h.update(np.asarray([*counts, self.num_words, int(bool(sentences))], "<i8").tobytes())
-        h.update(np.asarray([len(w) for w in self.vocab], "<i8").tobytes())
-        h.update("\n".join(self.vocab).encode("utf-8", "surrogatepass"))
-        if self.label_names is not None:
-            h.update(b"\0label-names\0" + "\n".join(self.label_names).encode("utf-8", "surrogatepass"))
-        h.update(np.asarray(parts, np.uint64).astype("<u8").tobytes())
-        return "v2:" + h.hexdigest()
+        return _fp.fingerprint_from_parts(self, sentences, counts, parts)
 
     def require_nonempty_docs(self, model: str) -> None:
         """Raise EmptyDocumentError if any document is empty (for models that need tokens)."""

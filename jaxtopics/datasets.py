@@ -24,7 +24,7 @@ import sys
 import sysconfig
 import tempfile
 from pathlib import Path
-from typing import Iterator, NamedTuple
+from typing import Iterator, NamedTuple, Sequence
 
 import numpy as np
 
@@ -130,7 +130,7 @@ def synthetic_lda(
     num_words: int = 5000,
     num_topics: int = 20,
     mean_doc_length: float = 100,
-    alpha: float = 0.1,
+    alpha: float | Sequence[float] = 0.1,
     beta: float = 0.01,
     zipf_exponent: float = 1.0,
     seed: int = 0,
@@ -140,7 +140,8 @@ def synthetic_lda(
     """Draw a corpus from the LDA generative process (Blei et al. 2003), with its ground truth.
 
     * document lengths ``max(1, Poisson(mean_doc_length))``;
-    * ``theta_d ~ Dir(alpha * 1_K)``;
+    * ``theta_d ~ Dir(alpha * 1_K)``, or ``Dir(alpha)`` for a sequence of K values (an
+      asymmetric prior);
     * ``phi_k ~ Dir(V * beta * z_k)`` with ``z_k`` Zipf weights (``1 / rank**zipf_exponent``,
       summing to 1) over topic k's own ranking of the vocabulary, so ``E[phi_k] = z_k`` and the
       total concentration is ``V * beta`` as for a symmetric ``Dir(beta)``;
@@ -165,7 +166,18 @@ def synthetic_lda(
     _check_positive("num_words", num_words, integer=True)
     _check_positive("num_topics", num_topics, integer=True)
     _check_positive("mean_doc_length", mean_doc_length)
-    _check_positive("alpha", alpha)
+    if np.ndim(alpha) == 1:
+        values = np.asarray(alpha)
+        if values.dtype.kind not in "iuf" or values.shape != (int(num_topics),):
+            raise ParameterError(f"alpha must be a positive number or {num_topics} positive "
+                                 f"numbers (one per topic), got {values.shape[0]} of dtype "
+                                 f"{values.dtype}")
+        for k, a in enumerate(values.astype(np.float64)):
+            _check_positive(f"alpha[{k}]", float(a))
+        alpha = values.astype(np.float64)
+    else:
+        _check_positive("alpha", alpha)
+        alpha = float(alpha)
     _check_positive("beta", beta)
     if not (np.isfinite(zipf_exponent) and zipf_exponent >= 0):
         raise ParameterError(f"zipf_exponent must be finite and >= 0, got {zipf_exponent!r}")
@@ -188,7 +200,7 @@ def synthetic_lda(
     block = max(1, (1 << 20) // K)
     for d0 in range(0, D, block):
         d1 = min(D, d0 + block)
-        th = _dirichlet(rng, float(alpha), (d1 - d0, K))
+        th = _dirichlet(rng, alpha, (d1 - d0, K))
         theta[d0:d1] = th
         # z_i ~ Cat(theta_d) by inverse CDF on one flat table: row r holds r + cumsum(theta_r),
         # so the query r + u (u ~ U[0, 1)) can only land in row r. Local row indices keep the

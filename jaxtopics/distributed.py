@@ -826,8 +826,8 @@ def place(state: Any, sdata: ShardedData, mesh: Mesh) -> tuple[Any, ShardedData]
 
 @dataclass(frozen=True)
 class Sharded:
-    """A model module's ``sweep`` / ``log_joint`` (and ``grow`` and the sweep-carry hooks
-    ``to_carry`` / ``sweep_carry`` / ``from_carry``, where it has them) bound to a mesh, in the
+    """A model module's ``sweep`` / ``log_joint`` (and ``grow``, ``learn`` and the sweep-carry
+    hooks ``to_carry`` / ``sweep_carry`` / ``from_carry``, where it has them) bound to a mesh, in the
     signature the driver (``fit.run_chunk``) calls: a drop-in model for sharded states and
     ``ShardedData``."""
 
@@ -841,9 +841,22 @@ class Sharded:
         return log_joint(state, sdata, params)
 
     def __getattr__(self, name: str) -> Any:
-        if name in ("grow", "to_carry", "sweep_carry", "from_carry") and hasattr(self.module, name):
+        if (name in ("grow", "to_carry", "sweep_carry", "from_carry", "learn")
+                and hasattr(self.module, name)):
             return getattr(self, "_" + name)
         raise AttributeError(name)
+
+    def _learn(self, state: Any, sdata: ShardedData, params: Any, t: Array) -> Any:
+        """The model's ``learn`` (settings fitted to the state, e.g. LDA's priors) on every
+        shard, with ``axis_name``: the documents' statistics are summed over the shards. A chain
+        that learns nothing (the module's ``learns(params)`` is False) is left as it is."""
+        learns = getattr(self.module, "learns", None)
+        if learns is not None and not learns(params):
+            return state
+
+        def learn(state, data, params, axis_name):
+            return self.module.learn(state, data, params, t, axis_name=axis_name)
+        return _per_shard(learn, None, state, sdata, params, self.mesh)
 
     def _to_carry(self, state: Any, sdata: ShardedData, params: Any) -> Any:
         return _per_shard(self.module.to_carry, None, state, sdata, params, self.mesh)

@@ -247,7 +247,9 @@ class FittedModel:
         from the assignments. One pass over phi (cheaper than the sort that follows it)."""
         phi = self.topic_word
         k, v = phi.shape
-        beta = getattr(self.params, "beta", None)
+        beta = self._estimates().get("beta", getattr(self.params, "beta", None))   # as learned
+        if isinstance(beta, np.ndarray) and beta.ndim == 0 and beta.dtype.kind == "f":
+            beta = float(beta)
         z = np.asarray(self.assignments)
         result = None
         if (isinstance(beta, numbers.Real) and not isinstance(beta, (bool, np.bool_))
@@ -745,6 +747,10 @@ class LDA(_Estimator):
     devices (``fit(..., devices=P)``), the devices share n_kw by rotating P word groups
     (``exchange="rotate"``, the default: exact rows, 2P + 1 collectives a sweep) or by exchanging
     their moves every ``sync_every`` blocks (``exchange="moves"``).
+    ``optimize_alpha="symmetric"`` or ``"asymmetric"`` and ``optimize_beta=True`` learn the
+    priors from the chain (``jaxtopics.hyper``: the Dirichlet-multinomial evidence of the counts,
+    every ``optimize_every`` sweeps after ``burn_in``); the fitted ``alpha`` (a float, [K] when
+    asymmetric) and ``beta`` are the values in use.
     See ``jaxtopics.models.lda`` for the kernels and their equations.
     """
 
@@ -755,11 +761,15 @@ class LDA(_Estimator):
     def __init__(self, num_topics: int = 20, alpha: float = 0.1, beta: float = 0.01,
                  sampler: str = "parallel", *, num_blocks: int = 64, mh_steps: int = 0,
                  chunk_size: int = 8192, init: str = "random", sync_every: int = 4,
-                 exchange: str = "rotate"):
+                 exchange: str = "rotate", optimize_alpha: str | None = None,
+                 optimize_beta: bool = False, optimize_every: int = 10, burn_in: int = 50,
+                 optimizer: str = "minka"):
         self.params = lda.check_params(lda.Params(
             num_topics=num_topics, alpha=_number(alpha, "alpha"), beta=_number(beta, "beta"),
             sampler=sampler, num_blocks=num_blocks, mh_steps=mh_steps, chunk_size=chunk_size,
-            init=init, sync_every=sync_every, exchange=exchange))
+            init=init, sync_every=sync_every, exchange=exchange, optimize_alpha=optimize_alpha,
+            optimize_beta=optimize_beta, optimize_every=optimize_every, burn_in=burn_in,
+            optimizer=optimizer))
 
 
 class SentenceLDA(_Estimator):
@@ -1209,6 +1219,11 @@ def _state_from_arrays(module: ModuleType, params: Any, arrays: dict, path: Any,
     a per-token array, its ``state_tokens`` against `num_tokens`, where the module has them. A
     `state.` array the State does not have is refused too."""
     fields = module.State._fields
+    # State fields a module added later: older files lack them, and their chains ran with the
+    # value the module gives from their params
+    state_added_later = getattr(module, "STATE_ADDED_LATER", {})
+    arrays = {**{f"state.{f}": make(params) for f, make in state_added_later.items()
+                 if f"state.{f}" not in arrays}, **arrays}
     for f in fields:
         if f"state.{f}" not in arrays:
             raise FormatError(f"model file lacks array 'state.{f}'", path=str(path))
@@ -1370,6 +1385,14 @@ def _shown_param(name: str, value: Any, estimates: dict[str, np.ndarray]) -> str
     sampled = estimates.get(f"sampled_{name}")
     if sampled is not None and float(sampled) != float(np.float32(value)):
         return f"{name}={float(sampled):.4g} (sampled; started at {value})"
+    learned = estimates.get(name)        # a prior the chain learns (LDA's alpha, beta)
+    if (learned is not None and name not in ("theta", "phi") and np.ndim(learned) <= 1
+            and isinstance(value, numbers.Real) and not isinstance(value, bool)
+            and np.any(np.asarray(learned, np.float32) != np.float32(value))):
+        shown = (f"{float(learned):.4g}" if np.ndim(learned) == 0 else
+                 f"[{float(np.min(learned)):.4g} .. {float(np.max(learned)):.4g}, "
+                 f"sum {float(np.sum(learned)):.4g}]")
+        return f"{name}={shown} (learned; started at {value})"
     return f"{name}={value}"
 
 
@@ -1427,7 +1450,9 @@ class FittedHDP(FittedModel):
         lda_state = lda.State(z=jnp.append(z, 0).astype(jnp.int32),
                               doc_topic=jnp.asarray(doc_topic[:, :k], jnp.int32),
                               word_topic=jnp.asarray(np.asarray(state.word_topic)[:, slots], jnp.int32),
-                              topic=jnp.asarray(np.asarray(state.topic)[slots], jnp.int32))
+                              topic=jnp.asarray(np.asarray(state.topic)[slots], jnp.int32),
+                              **{k: jnp.asarray(v) for k, v in zip(
+                                  ("alpha", "beta"), lda.initial_priors(lda_params))})
         lj = _log_joint_of_state(lda, lda_state, lda_params)
         start = [TracePoint(0, lj / max(self.num_tokens, 1), 0.0, 0.0)] if lj is not None else []
         fitted = FittedModel("lda", lda_params, self.vocab, self.seed, lda_state, None,

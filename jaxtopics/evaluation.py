@@ -76,11 +76,14 @@ def methods_of(module: Any) -> tuple[str, ...]:
 
 
 def _lda_like_prior(model: Any) -> HeldOutPrior:
-    """Symmetric alpha over the fitted topics, one group (LDA, Sentence-LDA)."""
+    """The alpha in use over the fitted topics (learned, where the chain learns it: the
+    estimates' "alpha", a float or [K]), one group (LDA, Sentence-LDA)."""
     phi = np.asarray(model.topic_word, np.float64)
     k = phi.shape[0]
+    alpha = model._estimates().get("alpha", model.params.alpha)
     return HeldOutPrior(jnp.asarray(np.log(phi), jnp.float32),
-                        jnp.full((1, k), model.params.alpha, jnp.float32), jnp.zeros((1,), jnp.float32))
+                        jnp.broadcast_to(jnp.asarray(alpha, jnp.float32), (1, k)),
+                        jnp.zeros((1,), jnp.float32))
 
 
 def _draw(logw: Array, u: Array) -> Array:

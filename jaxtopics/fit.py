@@ -77,11 +77,17 @@ def run_chunk(model: ModuleType, params: Any, data: Any, state: Any, chain_key: 
     params)`` (LDA's exact parallel kernel: z in block layout): the state is converted once
     here, not in every sweep, and the chain is the same bitwise.
 
+    A model that learns settings from its state (priors: LDA's ``Params.optimize_alpha``)
+    defines ``learn(state, data, params, t) -> state``, called after sweep t (on the carried
+    state; it decides itself, from t, when to update, and returns the state untouched when
+    there is nothing to learn). Learned values are state, so they resume bitwise too.
+
     A model that can run out of capacity (it defines ``grow``) reports ``info.overflow`` from a
     sweep that needed more room than its state has: that sweep is discarded (the state before it
     is kept) and the loop stops there, so the driver can grow the state outside jit and redo the
     sweep with the same key. Nothing is capped and no draw is lost.
     """
+    learn = getattr(model, "learn", None)
     if not hasattr(model, "grow"):
         carried = hasattr(model, "to_carry")
         sweep = model.sweep_carry if carried else model.sweep
@@ -89,6 +95,8 @@ def run_chunk(model: ModuleType, params: Any, data: Any, state: Any, chain_key: 
         def body(t, carry):
             st, _ = carry
             st, info = sweep(jax.random.fold_in(chain_key, t), st, data, params)
+            if learn is not None:
+                st = learn(st, data, params, t)
             return st, info.changed
 
         if carried:

@@ -1,10 +1,13 @@
-"""File formats (LDA-C, UCI bag-of-words, text lines, JSON lines) and atomic model files.
-
-Readers return plain numpy arrays / Python lists; :class:`jaxtopics.corpus.Corpus` builds on them.
-Every text file is decoded as strict UTF-8; a problem in a file raises
-:class:`~jaxtopics.errors.FormatError` naming the path and the 1-based line number.
-Everything written goes through a temporary file in the same directory and ``os.replace``,
-so a file is either fully written or untouched.
+"""File formats, read into numpy arrays and plain Python values and written atomically: LDA-C
+(Blei's ``lda-c``: ``N id:count ...`` per document), UCI bag-of-words (``docword``/``vocab``
+files of the UCI Machine Learning Repository's Bag of Words data set), vocabularies, one text
+per line, JSON Lines (https://jsonlines.org), and the ``.npz`` model files with their SHA-256
+checksum (FIPS 180-4). This module knows nothing of :class:`jaxtopics.corpus.Corpus`, whose
+constructors call these readers and build the corpus from what they return. Every text file is
+decoded as strict UTF-8 (RFC 3629); a problem in a file raises
+:class:`~jaxtopics.errors.FormatError` naming the path and the 1-based line number. Everything
+written goes through a temporary file in the same directory and ``os.replace``, so a file is
+either fully written or untouched.
 """
 
 from __future__ import annotations
@@ -20,14 +23,11 @@ import zipfile
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from .errors import FormatError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .corpus import Corpus
 
 __all__ = [
     "MODEL_FORMAT",
@@ -50,6 +50,13 @@ __all__ = [
 ]
 
 PathLike = str | os.PathLike[str]
+
+
+class _TokenArrays(Protocol):
+    """What :func:`write_ldac` reads of a corpus (a :class:`jaxtopics.corpus.Corpus` has both)."""
+
+    word_ids: np.ndarray      # int [N], the tokens of all documents concatenated
+    doc_offsets: np.ndarray   # int [D+1], document d is word_ids[doc_offsets[d]:doc_offsets[d+1]]
 
 MODEL_FORMAT = "jaxtopics-model"
 MODEL_FORMAT_VERSION = 3
@@ -241,11 +248,12 @@ def _check_total_tokens(token_end: np.ndarray, entry_end: np.ndarray, path: Path
         )
 
 
-def write_ldac(path: PathLike, corpus: Corpus) -> None:
-    """Write ``corpus`` as LDA-C (one line per document, pairs sorted by word id); atomic."""
+def write_ldac(path: PathLike, corpus: _TokenArrays) -> None:
+    """Write ``corpus`` (anything with ``word_ids`` and ``doc_offsets``, e.g. a Corpus) as LDA-C
+    (one line per document, pairs sorted by word id); atomic."""
     offsets = corpus.doc_offsets
     out: list[str] = []
-    for d in range(corpus.num_docs):
+    for d in range(len(offsets) - 1):
         ids, counts = np.unique(corpus.word_ids[offsets[d] : offsets[d + 1]], return_counts=True)
         pairs = " ".join(f"{i}:{c}" for i, c in zip(ids.tolist(), counts.tolist()))
         out.append(f"{len(ids)} {pairs}".rstrip())

@@ -16,15 +16,24 @@ __all__ = ["Option", "SHARED_OPTIONS", "MODEL_OPTIONS"]
 class Option:
     """A constructor argument an estimator exposes on the command line (``jaxtopics fit``).
 
-    `flag`: e.g. "--num-topics"; `arg`: the constructor's keyword; `type`: int, float or str;
-    `help`: one line. The CLI offers the union of every model's options and passes a model only
-    the ones it declares (an option of another model is refused with a clear error).
+    `flag`: e.g. "--num-topics"; `arg`: the constructor's keyword; `type`: int, float, str, or
+    bool (a switch: given, the keyword is True); `help`: one line; `choices`: the values a str
+    option accepts (None: any). The CLI offers the union of every model's options and passes a
+    model only the ones it declares (an option of another model is refused with a clear error).
     """
 
     flag: str
     arg: str
     type: type
     help: str = ""
+    choices: tuple[str, ...] | None = None
+
+    def parser_arguments(self) -> dict:
+        """``argparse.add_argument`` keywords beyond flag, dest, default (None: not given) and
+        help: a switch for a bool option, else the type and choices."""
+        if self.type is bool:
+            return {"action": "store_true"}
+        return {"type": self.type, "choices": self.choices}
 
 
 #: options of every model
@@ -56,7 +65,16 @@ MODEL_OPTIONS: dict[str, tuple[Option, ...]] = {
                    "word-topic moves (LDA; default 4)"),
             NUM_BLOCKS,
             Option("--mh-steps", "mh_steps", int, "LDA parallel: Metropolis-Hastings cycles "
-                   "per token instead of an exact draw (default 0: exact; for very large K)")),
+                   "per token instead of an exact draw (default 0: exact; for very large K)"),
+            Option("--optimize-alpha", "optimize_alpha", str,
+                   "learn alpha from the chain (LDA): one value (symmetric) or one per topic "
+                   "(asymmetric); --alpha is the start", choices=("symmetric", "asymmetric")),
+            Option("--optimize-beta", "optimize_beta", bool,
+                   "learn the symmetric beta from the chain (LDA); --beta is the start"),
+            Option("--optimize-every", "optimize_every", int,
+                   "learned priors: sweeps between updates (LDA; default 10)"),
+            Option("--burn-in", "burn_in", int,
+                   "learned priors: sweeps before the first update (LDA; default 50)")),
     "slda": (NUM_TOPICS, NUM_BLOCKS, SPLIT_MERGE_STEPS),
     "ptm": (NUM_TOPICS,
             Option("--num-pseudo-docs", "num_pseudo_docs", int,

@@ -427,7 +427,7 @@ def test_count_tables_beyond_the_memory_are_one_line(tmp_path):
                         "--no-progress", "--devices", "1"], capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 2, r.stderr
-    assert ("jaxtopics: error: LDA's state, with its initialisation and read-outs, needs 104.0 GB of "
+    assert ("jaxtopics: error: LDA's state, with its initialisation and read-outs, needs 112.0 GB of "
             "memory and the host has") in r.stderr
     assert "word_topic [2, 2000000000] int32 (16.0 GB)" in r.stderr
     assert "lower --num-topics=2000000000" in r.stderr

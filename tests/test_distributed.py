@@ -143,7 +143,8 @@ def test_one_shard_is_the_parallel_sweep(corpus):
     sdata = dist.prepare(corpus, params, 1)
     state = dist.init(jax.random.key(0), sdata, params)
     data = lda.prepare(corpus, params)
-    plain = lda.State(state.z[0], state.doc_topic[0], state.word_topic, state.topic)
+    plain = lda.State(state.z[0], state.doc_topic[0], state.word_topic, state.topic, state.alpha,
+                      state.beta)
     for t in range(4):
         key = jax.random.fold_in(jax.random.key(1), t)
         state, info = dist.sweep(key, state, sdata, params, mesh)

@@ -53,8 +53,8 @@ def test_the_check_counts_the_initialisation_and_the_read_outs(monkeypatch, tiny
     monkeypatch.setattr(memory, "check_fits", lambda needed, *a, **k: needs.append(needed))
     jt.LDA(num_topics=1000).fit(tiny, num_sweeps=1, progress=False)
     v, d, n, k = 6, 3, 8, 1000
-    state = 4 * (n + 1 + d * k + v * k + k)
-    readouts = 4 * (d * k + k * v)                          # theta [D, K], phi [K, V] float32
+    state = 4 * (n + 1 + d * k + v * k + k + k + 1)        # z, the tables, alpha [K], beta
+    readouts = 4 * (d * k + k * v + 2)        # theta [D, K], phi [K, V] float32, alpha, beta
     assert needs[0] == state + max(4 * v * k, 2 * readouts)
 
 
@@ -127,8 +127,9 @@ def test_what_is_named():
     assert [memory.format_bytes(n) for n in (900, 1500, 2_400_000_000, 3 * 10**12)] == [
         "900 bytes", "1.5 kB", "2.4 GB", "3.0 TB"]
     state = jt.models.lda.State(z=np.zeros(10, np.int32), doc_topic=np.zeros((3, 7), np.int32),
-                                word_topic=np.zeros((5, 7), np.int32), topic=np.zeros(7, np.int32))
-    assert memory.state_bytes(state) == 4 * (10 + 21 + 35 + 7)
+                                word_topic=np.zeros((5, 7), np.int32), topic=np.zeros(7, np.int32),
+                                alpha=np.zeros(7, np.float32), beta=np.zeros((), np.float32))
+    assert memory.state_bytes(state) == 4 * (10 + 21 + 35 + 7 + 7 + 1)
     text = memory._largest(state, jt.LDA(num_topics=7).params)
     assert text == ("its largest tables: word_topic [5, 7] int32 (140 bytes); doc_topic [3, 7] "
                     "int32 (84 bytes); lower num_topics=7")
@@ -166,12 +167,12 @@ def test_a_grown_state_is_checked_again(monkeypatch):
 def test_a_parameter_that_sizes_a_table_indirectly_is_named(monkeypatch):
     """Review: DP-MRM's capacity is several times ``initial_topics``, so no table axis equals
     the value the user gave; the parameter whose doubling resizes the tables is named."""
-    _free(monkeypatch, 10**6)
-    labelled = jt.Corpus.from_token_lists([["a", "b"], ["c", "d"], ["a", "d"]],
-                                          labels=[["x"], ["y"], ["x", "y"]])
+    _free(monkeypatch, 10**4)
+    labelled = jt.Corpus.from_token_lists([["a", "b"], ["c", "d"], ["a", "d"]] * 700,
+                                          labels=[["x"], ["y"], ["x", "y"]] * 700)
     with pytest.raises(ParameterError, match=r"its largest tables: word_topic \[4, \d+\] int32 "
-                       r".*; lower initial_topics=1000000\)"):
-        jt.DPMRM(initial_topics=1_000_000).fit(labelled, num_sweeps=1, progress=False)
+                       r".*; lower initial_topics=2000\)"):      # 4000 topics for 4200 tokens
+        jt.DPMRM(initial_topics=2000).fit(labelled, num_sweeps=1, progress=False)
 
 
 def test_top_words_of_many_topics_are_read_without_a_python_object_per_word(tiny):

@@ -34,6 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from .. import hyper
 from ..corpus import Corpus
 from ..errors import ParameterError
 from ..validate import (FLOAT32_MAX, INT32_MAX, MAX_BLOCKS, check_float32, check_int,
@@ -71,7 +72,7 @@ __all__ = [
     "check_params", "state_shapes", "check_state", "prepare", "init", "state_from_assignments",
     "sweep", "log_joint", "estimate", "fold_in", "assignments", "rebuild",
     "shard_sizes", "pad_shard", "recount_shard", "check_shard_params",
-    "to_carry", "from_carry", "sweep_carry",
+    "to_carry", "from_carry", "sweep_carry", "learn", "learns", "initial_priors", "OPTIMIZE_ALPHA",
 ]
 
 SAMPLERS = ("parallel", "sequential", "uncollapsed")
@@ -89,7 +90,17 @@ SHARD_INITS = ("random",)
 SHARD_SUMMED_SIZES = ("count_bound",)
 #: parameters added after model files of format 2 were written, with the value older files ran
 #: with (not today's default); every other parameter must be in a model file
-PARAMS_ADDED_LATER = {"sync_every": 1, "exchange": "moves"}
+PARAMS_ADDED_LATER = {"sync_every": 1, "exchange": "moves", "optimize_alpha": None,
+                      "optimize_beta": False, "optimize_every": 10, "burn_in": 50,
+                      "optimizer": "minka"}
+#: State fields added after model files were written: a function of the file's params giving
+#: the value the chain had (learned priors: the fixed ones it ran with)
+STATE_ADDED_LATER = {"alpha": lambda params: initial_priors(params)[0],
+                     "beta": lambda params: initial_priors(params)[1]}
+#: global State fields that are settings, equal on every shard (never summed over shards)
+SHARD_REPLICATED = ("alpha", "beta")
+#: ``Params.optimize_alpha``: None (alpha fixed), or learned as one value or one per topic
+OPTIMIZE_ALPHA = (None, "symmetric", "asymmetric")
 LOG_JOINT_USES_DATA = False
 """log_joint(state, None, params) works: the joint is a function of the state alone."""
 INITS = ("random", "incremental")
@@ -127,6 +138,14 @@ class Params(NamedTuple):
     is ~1.08x faster than 1 on 2 CPU devices; 1 = after every block (one sharded sweep is then
     the one-device blocked sweep whose block b is the union of the shards' blocks b; the
     uniforms differ).
+    optimize_alpha: None (default: alpha stays as given), "symmetric" (one alpha learned) or
+    "asymmetric" (alpha_k learned per topic); optimize_beta: learn the symmetric beta. Learned
+    priors maximise the Dirichlet-multinomial evidence of the current counts (``hyper``: the
+    doc-topic rows for alpha, the topics' word counts for beta) with a weak Gamma prior, after
+    sweep s (counted from 1) whenever s > burn_in and s is a multiple of optimize_every
+    (:func:`learn`); `alpha` and `beta` are their starting values, the learned ones are chain
+    state (``State.alpha``, ``State.beta``). optimizer: "minka" (default: Minka's fixed point)
+    or "optax" (L-BFGS on log alpha; the same optimum).
     """
 
     num_topics: int
@@ -139,6 +158,11 @@ class Params(NamedTuple):
     init: str = "random"
     sync_every: int = 4
     exchange: str = "rotate"
+    optimize_alpha: str | None = None
+    optimize_beta: bool = False
+    optimize_every: int = 10
+    burn_in: int = 50
+    optimizer: str = "minka"
 
 
 @dataclass(frozen=True)
@@ -189,13 +213,17 @@ jax.tree_util.register_dataclass(
 
 
 class State(NamedTuple):
-    """Chain state: z [N+1] int32 topic of each token (slot N is a dummy, always 0) and the int32
-    count tables doc_topic [D, K], word_topic [V, K], topic [K] consistent with z."""
+    """Chain state: z [N+1] int32 topic of each token (slot N is a dummy, always 0), the int32
+    count tables doc_topic [D, K], word_topic [V, K], topic [K] consistent with z, and the
+    priors in use: alpha [K] float32 (all equal unless learned asymmetric) and beta [] float32,
+    the Params' values unless the chain learns them (``Params.optimize_alpha``/``optimize_beta``)."""
 
     z: Array
     doc_topic: Array
     word_topic: Array
     topic: Array
+    alpha: Array
+    beta: Array
 
 
 class SweepInfo(NamedTuple):
@@ -234,8 +262,59 @@ def check_params(params: Params) -> Params:
         raise ParameterError(f"sync_every applies to exchange='moves' only (rotating word groups "
                              f"exchanges no moves), got sync_every={sizes['sync_every']} with "
                              f"exchange='rotate'")
+    if params.optimize_alpha is not None and (not isinstance(params.optimize_alpha, str)
+                                              or params.optimize_alpha not in OPTIMIZE_ALPHA):
+        raise ParameterError(f"optimize_alpha must be None, 'symmetric' or 'asymmetric', got "
+                             f"{params.optimize_alpha!r}")
+    if not isinstance(params.optimize_beta, (bool, np.bool_)):
+        raise ParameterError(f"optimize_beta must be True or False, got {params.optimize_beta!r}")
+    if not isinstance(params.optimizer, str) or params.optimizer not in hyper.OPTIMIZERS:
+        raise ParameterError(f"optimizer must be one of {hyper.OPTIMIZERS}, got "
+                             f"{params.optimizer!r}")
+    learning = {name: check_int(getattr(params, name), name, low=low, high=INT32_MAX)
+                for name, low in (("optimize_every", 1), ("burn_in", 0))}
+    if params.optimize_alpha == "asymmetric" and sizes["mh_steps"]:
+        # the MH document proposal draws (n_dt + alpha) / (n_d + K alpha) in O(1) from a random
+        # member token or a uniform topic; a topic-dependent alpha_t would need an alias table
+        raise ParameterError("optimize_alpha='asymmetric' needs exact draws (mh_steps=0): the "
+                             "Metropolis-Hastings document proposal draws from a symmetric "
+                             f"alpha only, got mh_steps={sizes['mh_steps']}")
+    optimize_alpha = None if params.optimize_alpha is None else str(params.optimize_alpha)
     return params._replace(num_topics=k, alpha=alpha, beta=beta, sampler=str(params.sampler),
-                           init=str(params.init), exchange=str(params.exchange), **sizes)
+                           init=str(params.init), exchange=str(params.exchange),
+                           optimize_alpha=optimize_alpha, optimize_beta=bool(params.optimize_beta),
+                           optimizer=str(params.optimizer), **sizes, **learning)
+
+
+def initial_priors(params: Params) -> tuple[np.ndarray, np.ndarray]:
+    """(alpha [K] float32, beta [] float32): the State's priors before anything is learned."""
+    return (np.full((params.num_topics,), params.alpha, np.float32),
+            np.asarray(params.beta, np.float32))
+
+
+def _initial_priors_traced(params: Params) -> tuple[Array, Array]:
+    """``initial_priors`` as jnp arrays, built by the computation (under ``jax.eval_shape``, as
+    the memory check sizes the state, nothing of size K is allocated)."""
+    return (jnp.full((params.num_topics,), params.alpha, jnp.float32),
+            jnp.asarray(params.beta, jnp.float32))
+
+
+def learns(params: Params) -> bool:
+    """Whether the chain learns a prior (then the kernels read them from the State)."""
+    return params.optimize_alpha is not None or bool(params.optimize_beta)
+
+
+def _priors(state: State, params: Params) -> tuple[Array | float, Array | float]:
+    """(alpha, beta) the kernels and read-outs use: the State's where the chain learns them
+    (alpha a scalar when symmetric, [K] when asymmetric), else the Params' Python floats (the
+    same float32 operations, so the same chain bitwise, as before priors were State)."""
+    if params.optimize_alpha is None:
+        alpha = params.alpha
+    elif params.optimize_alpha == "symmetric":
+        alpha = state.alpha[0]
+    else:
+        alpha = state.alpha
+    return alpha, (state.beta if params.optimize_beta else params.beta)
 
 
 def state_shapes(params: Params, num_tokens: int, num_docs: int, num_words: int) -> State:
@@ -245,18 +324,31 @@ def state_shapes(params: Params, num_tokens: int, num_docs: int, num_words: int)
     return State(z=jax.ShapeDtypeStruct((num_tokens + 1,), i32),
                  doc_topic=jax.ShapeDtypeStruct((num_docs, k), i32),
                  word_topic=jax.ShapeDtypeStruct((num_words, k), i32),
-                 topic=jax.ShapeDtypeStruct((k,), i32))
+                 topic=jax.ShapeDtypeStruct((k,), i32),
+                 alpha=jax.ShapeDtypeStruct((k,), jnp.float32),
+                 beta=jax.ShapeDtypeStruct((), jnp.float32))
 
 
 def check_state(state: State, params: Params) -> str | None:
     """What is inconsistent in a state read from outside (host arrays), or None if nothing.
 
     Topics lie in [0, K), the dummy slot z[N] is 0, counts are non-negative and the three count
-    tables agree with z.
+    tables agree with z; the priors are finite and positive, equal to the Params' where they are
+    not learned, and alpha is one value unless learned asymmetric.
     """
     z = np.asarray(state.z)
     n, k = z.shape[0] - 1, params.num_topics
-    doc_topic, word_topic, topic = (np.asarray(a, np.int64) for a in state[1:])
+    doc_topic, word_topic, topic = (np.asarray(a, np.int64) for a in state[1:4])
+    alpha, beta = np.asarray(state.alpha), np.asarray(state.beta)
+    fixed_alpha, fixed_beta = initial_priors(params)
+    for name, value, fixed, learned in (("alpha", alpha, fixed_alpha, params.optimize_alpha),
+                                        ("beta", beta, fixed_beta, params.optimize_beta)):
+        if not (np.all(np.isfinite(value)) and np.all(value > 0)):
+            return f"{name} holds a value that is not a finite positive number"
+        if not learned and not np.array_equal(value, fixed):
+            return f"{name} differs from the parameter {name}={getattr(params, name)}, which is not learned"
+    if params.optimize_alpha != "asymmetric" and np.any(alpha != alpha[0]):
+        return "alpha differs between topics, but it is not learned asymmetric"
     problem = (latent_problem("z", z, k, dummy_slot=True, what="topics")
                or count_problem(doc_topic=doc_topic, word_topic=word_topic, topic=topic))
     if problem:
@@ -346,11 +438,13 @@ def state_from_assignments(z: Array, data: Data, params: Params) -> State:
     z = jnp.asarray(z, jnp.int32)
     doc, word, counted = _token_arrays(data)
     flat = z.reshape(-1)
+    alpha, beta = _initial_priors_traced(params)
     return State(
         z=z if data.word_groups > 1 else jnp.append(z, 0),
         doc_topic=count_table((d, k), doc, flat, weights=counted),
         word_topic=count_table((v, k), word, flat, weights=counted),
         topic=count_table((k,), flat, weights=counted),
+        alpha=alpha, beta=beta,
     )
 
 
@@ -369,7 +463,8 @@ def init(key: Array, data: Data, params: Params) -> State:
         raise ParameterError("init='incremental' needs the whole word-topic table: a shard laid "
                              "out for word rotation starts with init='random'")
     empty = State(jnp.zeros((n + 1,), jnp.int32), jnp.zeros((d, k), jnp.int32),
-                  jnp.zeros((v, k), jnp.int32), jnp.zeros((k,), jnp.int32))
+                  jnp.zeros((v, k), jnp.int32), jnp.zeros((k,), jnp.int32),
+                  *_initial_priors_traced(params))
 
     def block(st, xs):
         valid, doc, word, b = xs
@@ -377,20 +472,21 @@ def init(key: Array, data: Data, params: Params) -> State:
         new = chunked_map(lambda c: _dense_block_draw(*c, st, params, v, exclude_own=False),
                           (u, doc, word, jnp.zeros_like(doc)), _draw_chunk(params, doc.shape[0]))
         weight = valid.astype(jnp.int32)          # tokens join the counts: one scatter per table
-        return State(st.z, st.doc_topic.at[doc, new].add(weight),
-                     st.word_topic.at[word, new].add(weight),
-                     st.topic.at[new].add(weight)), jnp.where(valid, new, 0)
+        return st._replace(doc_topic=st.doc_topic.at[doc, new].add(weight),
+                           word_topic=st.word_topic.at[word, new].add(weight),
+                           topic=st.topic.at[new].add(weight)), jnp.where(valid, new, 0)
 
     state, new = jax.lax.scan(block, empty, (_valid(data), data.doc, data.word,
                                              jnp.arange(data.word.shape[0])))
     return state._replace(z=jnp.append(_in_corpus_order(data, new), 0))
 
 
-def _conditional(doc_row: Array, word_row: Array, topic_row: Array, params: Params, v: int) -> Array:
+def _conditional(doc_row: Array, word_row: Array, topic_row: Array, alpha: Array | float,
+                 beta: Array | float, v: int) -> Array:
     """Eq. (1) from count rows that already exclude the token itself."""
-    return ((doc_row.astype(jnp.float32) + params.alpha)
-            * (word_row.astype(jnp.float32) + params.beta)
-            / (topic_row.astype(jnp.float32) + v * params.beta))
+    return ((doc_row.astype(jnp.float32) + alpha)
+            * (word_row.astype(jnp.float32) + beta)
+            / (topic_row.astype(jnp.float32) + v * beta))
 
 
 def _apply_moves(state: State, pos: Array | None, doc: Array, word: Array, old: Array, new: Array,
@@ -405,9 +501,9 @@ def _apply_moves(state: State, pos: Array | None, doc: Array, word: Array, old: 
     z = state.z if pos is None else state.z.at[pos].set(jnp.where(valid, new, 0))
     doc_topic = move_counts(state.doc_topic, doc, old, new, weight)
     word, old, new, weight = exchange(axis_name, word, old, new, weight)
-    return State(z=z, doc_topic=doc_topic,
-                 word_topic=move_counts(state.word_topic, word, old, new, weight),
-                 topic=move_counts(state.topic, None, old, new, weight))
+    return state._replace(z=z, doc_topic=doc_topic,
+                          word_topic=move_counts(state.word_topic, word, old, new, weight),
+                          topic=move_counts(state.topic, None, old, new, weight))
 
 
 # --------------------------------------------------------------------------------------------
@@ -422,7 +518,7 @@ def _sequential_sweep(key: Array, state: State, data: Data, params: Params) -> t
         st, changed = carry
         d, w, s = _token_at(data.doc, i), _token_at(data.word, i), st.z[i]
         weights = _conditional(st.doc_topic[d].at[s].add(-1), st.word_topic[w].at[s].add(-1),
-                               st.topic.at[s].add(-1), params, v)
+                               st.topic.at[s].add(-1), *_priors(st, params), v)
         t = categorical(u[i][None], weights[None])
         one = jnp.ones((1,), bool)
         st = _apply_moves(st, i[None], d[None], w[None], s[None], t, one)
@@ -436,8 +532,9 @@ def _dense_block_draw(u: Array, doc: Array, word: Array, old: Array, state: Stat
                       params: Params, v: int, exclude_own: bool = True) -> Array:
     """Exact draw from (1) for a chunk of tokens against fixed counts (own token at `old`
     excluded when `exclude_own`); ``ops.collapsed_topic_draw`` with the document as the group."""
+    alpha, beta = _priors(state, params)
     return collapsed_topic_draw(u, state.doc_topic[doc], state.word_topic[word], state.topic, old,
-                                params.alpha, params.beta, v, exclude_own)
+                                alpha, beta, v, exclude_own)
 
 
 def _mh_block_draw(u: Array, pos: Array, doc: Array, word: Array, rank: Array, old: Array,
@@ -451,7 +548,7 @@ def _mh_block_draw(u: Array, pos: Array, doc: Array, word: Array, rank: Array, o
     `u` [mh_steps, 4, tokens] holds the uniforms of the proposals and of the acceptance tests;
     `rank` is each token's place among its word's tokens (``Data.word_rank``).
     """
-    a, b, k = params.alpha, params.beta, params.num_topics
+    (a, b), k = _priors(state, params), params.num_topics
     vb = v * b
     doc_start, doc_len = data.doc_start[doc], data.doc_len[doc]
     word_start, word_len = data.word_start[word], data.word_len[word]
@@ -753,8 +850,9 @@ def _unpack_moves(packed: tuple[Array, ...], v: int, k: int) -> tuple[Array, Arr
 def _uncollapsed_sweep(key: Array, state: State, data: Data, params: Params) -> tuple[State, SweepInfo]:
     n, _, _ = _sizes(data)
     k_phi, k_theta, k_z = jax.random.split(key, 3)
-    log_phi = log_dirichlet(k_phi, state.word_topic + params.beta, axis=0)     # [V, K], columns sum to 1
-    log_theta = log_dirichlet(k_theta, state.doc_topic + params.alpha, axis=1)  # [D, K]
+    alpha, beta = _priors(state, params)
+    log_phi = log_dirichlet(k_phi, state.word_topic + beta, axis=0)     # [V, K], columns sum to 1
+    log_theta = log_dirichlet(k_theta, state.doc_topic + alpha, axis=1)  # [D, K]
     u = jax.random.uniform(k_z, (n,))
 
     def draw(c):
@@ -763,7 +861,7 @@ def _uncollapsed_sweep(key: Array, state: State, data: Data, params: Params) -> 
 
     doc, word, _ = _token_arrays(data)
     z = chunked_map(draw, (u, doc, word), params.chunk_size)
-    new = state_from_assignments(z, data, params)
+    new = state_from_assignments(z, data, params)._replace(alpha=state.alpha, beta=state.beta)
     return new, SweepInfo(jnp.sum(z != state.z[:n], dtype=jnp.int32))
 
 
@@ -788,6 +886,43 @@ def sweep(key: Array, state: State, data: Data, params: Params,
         return _KERNELS[params.sampler](key, state, data, params)
     check_shard_params(params)
     return sharded_sweep(_parallel_sweep, key, state, data, params, axis_name)
+
+
+# --------------------------------------------------------------------------------------------
+# learned priors
+
+
+def learn(state: State, data: Data, params: Params, t: Array,
+          axis_name: str | None = None) -> State:
+    """The state after sweep `t` (0-based) with its priors re-fitted where the chain learns them
+    (``Params.optimize_alpha`` / ``optimize_beta``): when s = t + 1 > burn_in and s is a
+    multiple of optimize_every, alpha maximises the Dirichlet-multinomial evidence of the
+    doc-topic rows n_d. and beta that of the topics' word counts n_k. (``hyper``, from their
+    current values: Minka's fixed point or L-BFGS, with hyper's weak Gamma prior). Called by
+    the driver after every sweep (``fit.run_chunk``; the state may be in the :func:`to_carry`
+    layout); a chain that learns nothing is returned as it is, with no operation added.
+
+    `axis_name`: inside ``shard_map`` over documents, the documents' statistics are summed over
+    the shards (``lax.psum``); word_topic is the whole table on every shard, so every shard
+    computes the same priors."""
+    if not learns(params):
+        return state
+    done = t + 1
+    due = (done > params.burn_in) & (done % params.optimize_every == 0)
+
+    def refit():
+        alpha, beta = state.alpha, state.beta
+        if params.optimize_alpha is not None:
+            reduce = None if axis_name is None else partial(jax.lax.psum, axis_name=axis_name)
+            start = alpha[0] if params.optimize_alpha == "symmetric" else alpha
+            fitted = hyper.maximize(start, state.doc_topic, params.optimizer, reduce=reduce).value
+            alpha = jnp.broadcast_to(fitted, alpha.shape).astype(jnp.float32)
+        if params.optimize_beta:
+            beta = hyper.maximize(beta, state.word_topic, params.optimizer, axis=0).value
+        return alpha, beta.astype(jnp.float32)
+
+    alpha, beta = jax.lax.cond(due, refit, lambda: (state.alpha, state.beta))
+    return state._replace(alpha=alpha, beta=beta)
 
 
 # --------------------------------------------------------------------------------------------
@@ -861,9 +996,11 @@ def recount_shard(state: State, data: Data, params: Params, sizes: dict) -> Stat
     counted nowhere (a word-rotation layout holds no padding tokens); word_topic and topic are
     this shard's part of the global tables."""
     if data.word_groups > 1:
-        return state_from_assignments(state.z, data, params)
-    real = jnp.arange(data.num_tokens) < sizes["tokens"]
-    return state_from_assignments(jnp.where(real, state.z[:-1], 0), data, params)
+        new = state_from_assignments(state.z, data, params)
+    else:
+        real = jnp.arange(data.num_tokens) < sizes["tokens"]
+        new = state_from_assignments(jnp.where(real, state.z[:-1], 0), data, params)
+    return new._replace(alpha=state.alpha, beta=state.beta)
 
 
 # --------------------------------------------------------------------------------------------
@@ -876,24 +1013,29 @@ def log_joint(state: State, data: Data, params: Params) -> Array:
     The quantity tomotopy reports per word as ``ll_per_word`` (times N). A function of the count
     tables alone: `data` is unused and may be None (so a loaded model's state can be scored).
     """
-    return (dirichlet_multinomial_log_evidence(state.doc_topic, params.alpha)
-            + dirichlet_multinomial_log_evidence(state.word_topic, params.beta, axis=0))
+    alpha, beta = _priors(state, params)
+    return (dirichlet_multinomial_log_evidence(state.doc_topic, alpha)
+            + dirichlet_multinomial_log_evidence(state.word_topic, beta, axis=0))
 
 
 def estimate(state: State, params: Params) -> dict[str, Array]:
-    """Posterior-mean point estimates (seed 001): theta_dk = (n_dk + alpha) / (n_d + K alpha),
-    phi_kw = (n_kw + beta) / (n_k + V beta). Returns {"theta": [D, K], "phi": [K, V]}."""
+    """Posterior-mean point estimates (seed 001): theta_dk = (n_dk + alpha_k) / (n_d + sum_k
+    alpha_k), phi_kw = (n_kw + beta) / (n_k + V beta). Returns {"theta": [D, K], "phi": [K, V],
+    "alpha": the alpha in use (a float, [K] when learned asymmetric), "beta": the beta in use}."""
     k = params.num_topics
     v = state.word_topic.shape[0]
+    alpha, beta = _priors(state, params)
     nd = state.doc_topic.sum(1, keepdims=True)
-    theta = (state.doc_topic + params.alpha) / (nd + k * params.alpha)
-    phi = (state.word_topic.T + params.beta) / (state.topic[:, None] + v * params.beta)
-    return {"theta": theta, "phi": phi}
+    total = k * alpha if jnp.ndim(alpha) == 0 else alpha.sum()
+    theta = (state.doc_topic + alpha) / (nd + total)
+    phi = (state.word_topic.T + beta) / (state.topic[:, None] + v * beta)
+    return {"theta": theta, "phi": phi, "alpha": alpha, "beta": beta}
 
 
 def rebuild(state: State, data: Data, params: Params) -> State:
     """The state with its count tables recounted from the topics z (after loading a file)."""
-    return state_from_assignments(state.z[:-1], data, params)
+    return state_from_assignments(state.z[:-1], data, params)._replace(alpha=state.alpha,
+                                                                       beta=state.beta)
 
 
 def assignments(state: State) -> Array:
@@ -922,6 +1064,8 @@ def _fold_in_sweeps(key: Array, state: State, new_data: Data, params: Params,
     n, d, v = _sizes(new_data)
     k = params.num_topics
     valid = _valid(new_data)
+    alpha, _ = _priors(state, params)
+    alpha_total = k * alpha if jnp.ndim(alpha) == 0 else alpha.sum()
     phi_vk = estimate(state, params)["phi"].T                               # [V, K]
     z0 = jax.random.randint(jax.random.fold_in(key, 0), (n,), 0, k)
     doc, _, counted = _token_arrays(new_data)
@@ -941,7 +1085,7 @@ def _fold_in_sweeps(key: Array, state: State, new_data: Data, params: Params,
             def draw(c):
                 uc, dc, wc, oc = c
                 own = jax.nn.one_hot(oc, k, dtype=jnp.int32)
-                return categorical(uc, ((ndk[dc] - own) + params.alpha) * phi_vk[wc])
+                return categorical(uc, ((ndk[dc] - own) + alpha) * phi_vk[wc])
 
             new = chunked_map(draw, (u, doc, word, old), params.chunk_size)
             new = jnp.where(valid, new, 0)
@@ -950,7 +1094,7 @@ def _fold_in_sweeps(key: Array, state: State, new_data: Data, params: Params,
         ndk, z = jax.lax.scan(block, ndk, (valid, new_data.doc, new_data.word, z,
                                            jnp.arange(valid.shape[0])))
         keep = (t >= num_sweeps // 2).astype(jnp.float32)
-        theta = (ndk + params.alpha) / (ndk.sum(1, keepdims=True) + k * params.alpha)
+        theta = (ndk + alpha) / (ndk.sum(1, keepdims=True) + alpha_total)
         return (z, ndk, acc + keep * theta), None
 
     (_, _, acc), _ = jax.lax.scan(one_sweep, (z0, ndk, jnp.zeros((d, k), jnp.float32)),
