@@ -3,7 +3,7 @@ initial topics, both kernels end with 12 +- 2 topics holding >= 1 % of the token
 planted phi is recovered (Hungarian matching, mean total-variation distance).
 
 Test-sized corpus (200 docs x 60 words, V=600; 100 sweeps). The issue's corpus (600 docs x 80
-words, V=1500, 500 sweeps) runs in scripts/bench_hdp.py --recovery (numbers in the README).
+words, V=1500, 500 sweeps) runs in scripts/bench_hdp.py --recovery (numbers in docs/benchmarks.md).
 """
 
 from __future__ import annotations

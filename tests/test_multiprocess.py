@@ -86,7 +86,7 @@ def reuters_dir(reuters):
 
 
 SEEDS = (0, 1, 2)
-CHAIN_SD = 0.015            # sd of single chains' log joint per token at 500 sweeps (README, quality)
+CHAIN_SD = 0.015            # sd of single chains' log joint per token at 500 sweeps (docs/benchmarks.md, quality)
 
 
 @pytest.mark.slow

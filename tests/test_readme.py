@@ -116,7 +116,7 @@ def test_models_block_runs(tmp_path):
     assert m.pseudo_doc_topic.shape == (short.num_docs // 10, 90)
     assert m.pseudo_labels.shape == (short.num_docs,)
     r = env["r"]
-    with pytest.warns(jt.UnknownWordsWarning, match="perplexity: .* the perplexity is of the other"):
+    with pytest.warns(jt.UnknownWordsWarning, match="perplexity: .* is of the other"):
         ppl = r.perplexity(env["held_out"])
     assert r.topic_label.shape == (r.num_active_topics,) and np.isfinite(ppl)
     h, lda_model = env["h"], env["lda_model"]

@@ -134,7 +134,7 @@ class Params(NamedTuple):
     sync_every: ``exchange="moves"`` only (with "rotate" only its default is accepted): blocks
     between two exchanges of the word-topic moves. E applies a device's own moves at once and
     the other devices' every E blocks (E times fewer collectives; E >= num_blocks: once a
-    sweep). 4 converges like exact Gibbs on Reuters (README, "Several processes and hosts") and
+    sweep). 4 converges like exact Gibbs on Reuters (docs/distributed.md) and
     is ~1.08x faster than 1 on 2 CPU devices; 1 = after every block (one sharded sweep is then
     the one-device blocked sweep whose block b is the union of the shards' blocks b; the
     uniforms differ).
