@@ -20,6 +20,7 @@ import jax.numpy as jnp
 from jax import Array
 
 from . import memory
+from .models.base import Carried, Growable, Learning
 from .validate import seed_key
 
 __all__ = ["TracePoint", "chain_keys", "check_chunk_memory", "in_32_bits", "run_chunk", "run_sweeps"]
@@ -87,9 +88,9 @@ def run_chunk(model: ModuleType, params: Any, data: Any, state: Any, chain_key: 
     is kept) and the loop stops there, so the driver can grow the state outside jit and redo the
     sweep with the same key. Nothing is capped and no draw is lost.
     """
-    learn = getattr(model, "learn", None)
-    if not hasattr(model, "grow"):
-        carried = hasattr(model, "to_carry")
+    learn = model.learn if isinstance(model, Learning) else None
+    if not isinstance(model, Growable):
+        carried = isinstance(model, Carried)
         sweep = model.sweep_carry if carried else model.sweep
 
         def body(t, carry):

@@ -1,0 +1,41 @@
+"""Every registered model module satisfies the model contract of jaxtopics.models.base, and the
+capabilities the driver, facade and sharding rely on are the ones the module declares."""
+
+from __future__ import annotations
+
+import pytest
+
+import jaxtopics as jt  # noqa: F401  (registers the estimators)
+from jaxtopics.estimators import MODELS
+from jaxtopics.models import base
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_every_model_module_conforms(name):
+    module = MODELS[name].module
+    assert base.check_module(module) == []
+    assert isinstance(module, base.ModelModule)
+    hash(MODELS[name]().params)                    # static under jit
+
+
+def test_capabilities_are_what_the_modules_provide():
+    caps = {name: base.capabilities(MODELS[name].module) for name in MODELS}
+    assert "growable" in caps["hdp"] and "growable" in caps["dpmm"] and "growable" in caps["dpmrm"]
+    assert "growable" not in caps["lda"] and "carried" in caps["lda"] and "learning" in caps["lda"]
+    assert "held_out_exact" in caps["dmm"] and "held_out_prior" in caps["hdp"]
+    assert all("shardable" in c for c in caps.values())
+    lda_sharding = base.sharding(MODELS["lda"].module)
+    assert lda_sharding.fields == {"z": "tokens", "doc_topic": "docs"}
+    assert lda_sharding.permuted == {"z": "order"}
+
+
+def test_check_module_names_what_is_missing():
+    import types
+
+    fake = types.ModuleType("fake")
+    assert "missing sweep" in base.check_module(fake)
+    from jaxtopics.models import lda
+    broken = types.ModuleType("broken")
+    broken.__dict__.update({k: getattr(lda, k) for k in dir(lda) if not k.startswith("__")})
+    broken.SHARD_FIELDS = {"nonexistent": "tokens"}
+    assert any("SHARD_FIELDS names ['nonexistent']" in p for p in base.check_module(broken))
