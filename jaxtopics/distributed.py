@@ -80,7 +80,6 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from .corpus import Corpus
 from .errors import JaxTopicsError, ParameterError
-from .models import lda
 
 try:                                    # jax >= 0.6 exports shard_map at the top level
     from jax import shard_map as _shard_map
@@ -880,7 +879,9 @@ class Sharded:
 
 
 class ShardedLDA(Sharded):
-    """``Sharded(models.lda, mesh)``."""
+    """``Sharded(models.lda, mesh)`` (kept for older code; the rest of this module names no
+    model)."""
 
     def __init__(self, mesh: Mesh):
+        from .models import lda
         super().__init__(lda, mesh)
