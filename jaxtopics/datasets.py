@@ -256,7 +256,7 @@ def synthetic_dmm(
     rank_noise: float = 4.0,
 ) -> SyntheticCorpus:
     """Draw short texts from the Dirichlet multinomial mixture (one cluster per document), with
-    the truth: the generative process of DMM / GSDMM (seed 000, "Dirichlet Multinomial Mixture").
+    the truth: the generative process of DMM / GSDMM (Yin & Wang, KDD 2014).
 
     * cluster weights ``pi ~ Dir(cluster_alpha * 1_K)`` (large values: balanced clusters);
     * ``phi_k`` as in :func:`synthetic_lda` (a Dirichlet over each cluster's own noisy Zipf
@@ -321,9 +321,9 @@ def synthetic_slda(
     *,
     rank_noise: float = 4.0,
 ) -> SyntheticCorpus:
-    """Draw a corpus with sentences from the Sentence-LDA generative process (Jo & Oh 2011; seed
-    000 eq. 10-12), with its ground truth: one topic per sentence, every token of the sentence
-    drawn from that topic.
+    """Draw a corpus with sentences from the Sentence-LDA generative process (Jo & Oh, WSDM
+    2011), with its ground truth: one topic per sentence, every token of the sentence drawn from
+    that topic.
 
     * ``phi_k`` as in :func:`synthetic_lda` (a Dirichlet over topic k's own noisy Zipf ranking,
       total concentration ``V * beta``; ``rank_noise=4`` gives well-separated topics);

@@ -28,7 +28,7 @@ __all__ = ["TracePoint", "chain_keys", "check_chunk_memory", "in_32_bits", "run_
 
 def in_32_bits(fn: Callable) -> Callable:
     """`fn` traced and run with JAX's 64-bit mode off, whatever the caller's setting. The kernels
-    are int32 counts and float32 arithmetic by design (DESIGN.md); under ``jax_enable_x64`` a
+    are int32 counts and float32 arithmetic by design; under ``jax_enable_x64`` a
     Python integer or an ``arange`` would trace as int64 and break the sweeps' loop carries. The
     facade's entry points and :func:`run_sweeps` wear this, so a user who has x64 on for other
     work gets the same chain, bitwise, as with it off; the model modules' own functions expect it

@@ -2,8 +2,10 @@
 
 Every document m belongs to one cluster z_m; a cluster is a multinomial over words. Collapsing
 theta ~ Dir(alpha) and phi_k ~ Dir(beta), the cluster of document m has the full conditional
-(seed 000 eq. 24, with the "+ j - 1" correction of DESIGN.md "Seed notes"; the denominator
-M - 1 + K alpha does not depend on k and cancels):
+(Yin & Wang 2014; equation numbers (24)-(26) here are those of the TopicModel4J paper, Qiang et
+al. 2020, which restates it). Note: the rising factorial's factors are (n_k,-m^w + beta + j - 1), not the
+"+ j + 1" some derivations print, and the prior factor is (m_k,-m + alpha) / (M - 1 + K alpha),
+whose denominator does not depend on k and cancels:
 
     p(z_m = k | z_-m, d) ∝ (m_k,-m + alpha)
                            * prod_{w in m} prod_{j=1}^{N_m^w} (n_k,-m^w + beta + j - 1)

@@ -1,9 +1,11 @@
 """Dirichlet process multinomial mixture (DPMM) by collapsed Gibbs sampling: GSDPMM (Yin & Wang
 2016), the K -> infinity limit of DMM (``jaxtopics.models.dmm``).
 
-The cluster of document m has the full conditional (seed 000 eq. 33, with the "+ j - 1"
-correction and the existing-cluster weight n_k,-m of DESIGN.md "Seed notes"; the denominator
-M - 1 + alpha cancels):
+The cluster of document m has the full conditional (Yin & Wang 2016; equation numbers (31)-(33)
+here are those of the TopicModel4J paper, Qiang et al. 2020, which restates it). Note: an existing cluster's
+weight is n_k,-m (the finite model's alpha / K vanishes as K -> infinity), a new cluster's is
+alpha, and the rising factorial's factors are (n_k,-m^w + beta + j - 1), not the "+ j + 1" some
+derivations print; the denominator M - 1 + alpha cancels:
 
     p(z_m = k | z_-m, d) ∝ n_k,-m * P(m | k)        for an existing cluster k   (31)
     p(z_m = new | z_-m, d) ∝ alpha * P(m | empty)                                 (32)

@@ -1,11 +1,11 @@
-"""DP-MRM: Dirichlet process with mixed random measures (Kim, Kim & Oh, ICML 2012), seed 004.
+"""DP-MRM: Dirichlet process with mixed random measures (Kim, Kim & Oh, ICML 2012).
 
 A topic model for multi-label documents. Every label k has its own random measure over topics,
 G_k ~ DP(gamma, Dir(beta)); document j with label set label(j) (r_jk = 1 for its labels) mixes the
 measures of its labels, psi_j ~ Dir(eta r_j), G_j ~ DP(alpha, sum_k psi_jk G_k); every token
 draws a topic from G_j and its word from that topic. In the Chinese-restaurant-franchise form
-(seed 004) token i of document j sits at a table t_ji; table t carries a label k_jt in label(j)
-and a dish l_jt, one of label k's topics. Collapsing G_k, psi_j, G_j and the topics gives the
+token i of document j sits at a table t_ji; table t carries a label k_jt in label(j) and a dish
+l_jt, one of label k's topics. Collapsing G_k, psi_j, G_j and the topics gives the
 Gibbs conditionals, with n_jt tokens at table t of document j, m_jk tables of j with label k
 (m_j = sum_k m_jk), m_kl tables of label k eating topic l (m_k = sum_l m_kl), f_kl(x) the Polya
 predictive of words x under topic (k, l) (1/V per token for a new topic):
@@ -13,12 +13,13 @@ predictive of words x under topic (k, l) (1/V per token for a new topic):
     table of token i:   p(t_ji = t) ∝ n_jt^-ji f_{k_jt l_jt}(x_ji)                        (existing)
                         p(t_ji = new, k, l) ∝ alpha (m_jk + eta) / (m_j + |label(j)| eta)
                             * {m_kl / (m_k + gamma), gamma / (m_k + gamma) for l = new} f_kl(x_ji)
-    label and topic of a table (paper eq. 9-10 with seed 004's corrections: the block of the
-    table's tokens x_jt, not x_ji, and the r_j mask):
+    label and topic of a table (the paper's eq. 9-10, corrected here: the likelihood is of the
+    block of the table's tokens x_jt, not x_ji, and with the r_jk mask the paper's eq. 9-10 omit):
                         p(k_jt = k, l_jt = l) ∝ r_jk (m_jk^-jt + eta)
                             * {m_kl^-jt, gamma for l = new} / (m_k^-jt + gamma) f_kl^-jt(x_jt)
 
-p(k_jt = k) is zero when label k is not on document j (r_jk = 0), the correction of seed 004.
+p(k_jt = k) is zero when label k is not on document j (r_jk = 0): a correction made here, since
+a table of document j can only carry one of j's labels, which eq. 9-10 as printed do not enforce.
 The multi-token f_kl(x_jt) is a ratio of rising factorials evaluated in log space, one log
 per token (``_table_step``): a table of 10,000 tokens does not underflow. Topics are global
 slots, each owned by one label (``topic_label``); the pair (k, l) of the paper is a slot whose owner is k.
@@ -67,15 +68,17 @@ sweep that needs a slot it does not have reports ``SweepInfo.overflow``; the dri
 calls ``grow`` (double and re-pad, outside jit) and redoes it with the same key: never a silent cap.
 
 Read-outs (``estimate``) are over the active topics, ordered by label then slot. The document-
-topic estimate is seed 004's corrected theta (2012/8/22):
+topic estimate is the paper's perplexity theta corrected here: the paper's (section 4.3)
+theta_jkl = (n_jkl + alpha m_kl / (m_k + gamma)) / (n_jk + alpha) is normalised within one label
+and so overstates a multi-label document's probabilities; evaluating the posterior of G_j gives
 
     theta_jkl = (n_jkl + alpha (m_jk + eta) / (m_j + |label(j)| eta) * m_kl / (m_k + gamma))
                 / (n_j + alpha),                                                 r_jk = 1,
 
 and the new-topic mass of label k, theta_jk,new = alpha (m_jk + eta) / (m_j + |label(j)| eta)
-* gamma / (m_k + gamma) / (n_j + alpha), with psi_new = 1/V for held-out likelihoods. (Seed
-004's 8/23 note writes the new-topic term as alpha gamma / ((n_jk + alpha)(m_k + gamma)), the form
-that matches the paper's per-label theta; with the corrected theta the term carries the same
+* gamma / (m_k + gamma) / (n_j + alpha), with psi_new = 1/V for held-out likelihoods (the sum
+over l includes a new topic). (The new-topic term that matches the paper's per-label theta would
+be alpha gamma / ((n_jk + alpha)(m_k + gamma)); with the corrected theta the term carries the same
 label weight and 1/(n_j + alpha), so that theta over all (k, l) and the new topics sums to 1.)
 """
 
@@ -945,7 +948,7 @@ def _distributions(theta: np.ndarray) -> np.ndarray:
 def estimate(state: State, params: Params) -> dict[str, np.ndarray]:
     """Point estimates over the K active topics (ordered by label, then slot); host-side numpy.
 
-    theta [D, K]: seed 004's corrected theta (module docstring) over the active topics, each row
+    theta [D, K]: the corrected theta (module docstring) over the active topics, each row
     renormalised over them (the new-topic mass left out; a document none of whose labels owns
     a topic has all its mass there, and a uniform row); doc_new_topic [D]: that left-out
     new-topic share, alpha sum_k pi_jk gamma / (m_k + gamma) / (n_j + alpha). phi [K, V] = (n_kw + beta) / (n_k + V
@@ -1071,8 +1074,8 @@ def _fold_in_theta(key: Array, state: State, new_data: Data, params: Params, num
                    blocks: Array, valid: Array) -> Array:
     """theta [D_new, C + R] of unseen documents, averaged over the second half of `num_sweeps`
     document steps against the fitted counts held fixed: columns :C are the fitted topic slots,
-    C + r the new-topic mass of the document's label r (seed 004's corrected theta, with
-    m_kl, m_k of the fitted state)."""
+    C + r the new-topic mass of the document's label r (the corrected theta of the module
+    docstring, with m_kl, m_k of the fitted state)."""
     _, d, _, _, r = _sizes(new_data)
     v = state.word_topic.shape[0]                  # the fitted vocabulary (>= the new corpus's)
     g = params.gamma
@@ -1157,8 +1160,9 @@ def fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps
             ) -> np.ndarray:
     """p(topic | unseen document) [D_new, K] over the fitted active topics (``estimate``'s order):
     document steps against the fitted counts held fixed (new topics may open inside a
-    document), seed 004's corrected theta averaged over the second half of the sweeps, each row
-    renormalised over the active topics (uniform where the document's labels own none)."""
+    document), the corrected theta (module docstring) averaged over the second half of the
+    sweeps, each row renormalised over the active topics (uniform where the document's labels
+    own none)."""
     _check_new_data(state, new_data, num_sweeps)
     theta = np.asarray(_fold_in(key, state, new_data, params, num_sweeps), np.float64)
     active = theta[:, _active_order(state)]
@@ -1171,14 +1175,15 @@ def fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps
 
 def held_out_log_likelihood(key: Array, state: State, new_data: Data, params: Params,
                             num_sweeps: int = 50) -> float:
-    """log p(x_test) = sum_ji log(sum_c theta_jc psi_c,x_ji + sum_k theta_jk,new / V) (seed 004
-    section 4.3 with the corrected theta and the new-topic terms, psi_new = 1/V), psi the fitted
-    phi, theta from ``fold_in``'s document steps; evaluated in log space (logsumexp), so a long
-    document does not underflow. Perplexity = exp(-this / N_test)."""
+    """log p(x_test) = sum_ji log(sum_c theta_jc psi_c,x_ji + sum_k theta_jk,new / V) (the
+    paper's perplexity, section 4.3, with the corrected theta and the new-topic terms, psi_new =
+    1/V), psi the fitted phi, theta from ``fold_in``'s document steps; evaluated in log space
+    (logsumexp), so a long document does not underflow. Perplexity = exp(-this / N_test)."""
     return float(np.sum(held_out_doc_log_likelihood(key, state, new_data, params, num_sweeps)))
 
 
-#: held-out methods (``jaxtopics.evaluation``): seed 004's corrected theta is the default
+#: held-out methods (``jaxtopics.evaluation``): the corrected theta (module docstring) is the
+#: default
 HELD_OUT_METHODS = ("corrected_theta", "completion")
 DEFAULT_HELD_OUT_METHOD = "corrected_theta"
 

@@ -1,6 +1,7 @@
 """Latent Dirichlet allocation: collapsed Gibbs (exact and blocked-parallel) and uncollapsed Gibbs.
 
-Collapsed full conditional of token i = (d, w) (seed 001/002, final formula):
+LDA is Blei, Ng & Jordan (2003). Collapsed full conditional of token i = (d, w) (Griffiths &
+Steyvers, PNAS 2004):
 
     p(z_i = k | z_-i, w) ∝ (n_dk^-i + alpha) (n_kw^-i + beta) / (n_k^-i + V beta)        (1)
 
@@ -16,7 +17,8 @@ Kernels (``Params.sampler``):
   exact Gibbs; with ``mh_steps > 0``, that many Metropolis-Hastings cycles of a document proposal
   (n_dk + alpha) and a word proposal (n_kw + beta), both drawn in O(1) from the topics of random
   member tokens (WarpLDA/LightLDA-style, ``ops.mh``), so a sweep costs O(N), not O(N K).
-- ``"uncollapsed"``: exact blocked Gibbs (seed 003): phi_k | z ~ Dir(beta + n_k.),
+- ``"uncollapsed"``: exact blocked Gibbs over theta, phi and z (as in Heinrich, "Parameter
+  estimation for text analysis", 2005): phi_k | z ~ Dir(beta + n_k.),
   theta_d | z ~ Dir(alpha + n_d.), then every z_i | theta, phi ∝ theta_dk phi_kw in parallel.
 
 Counts are int32 tables: ``doc_topic`` [D, K] (n_dk), ``word_topic`` [V, K] (n_kw, word-major so
@@ -1019,9 +1021,10 @@ def log_joint(state: State, data: Data, params: Params) -> Array:
 
 
 def estimate(state: State, params: Params) -> dict[str, Array]:
-    """Posterior-mean point estimates (seed 001): theta_dk = (n_dk + alpha_k) / (n_d + sum_k
-    alpha_k), phi_kw = (n_kw + beta) / (n_k + V beta). Returns {"theta": [D, K], "phi": [K, V],
-    "alpha": the alpha in use (a float, [K] when learned asymmetric), "beta": the beta in use}."""
+    """Posterior-mean point estimates (Griffiths & Steyvers 2004): theta_dk = (n_dk + alpha_k) /
+    (n_d + sum_k alpha_k), phi_kw = (n_kw + beta) / (n_k + V beta). Returns {"theta": [D, K],
+    "phi": [K, V], "alpha": the alpha in use (a float, [K] when learned asymmetric), "beta": the
+    beta in use}."""
     k = params.num_topics
     v = state.word_topic.shape[0]
     alpha, beta = _priors(state, params)

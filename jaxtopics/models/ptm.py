@@ -1,4 +1,4 @@
-"""PTM, the pseudo-document topic model (Zuo et al. 2016; seed 000 eq. 36 and DESIGN.md's PTM note).
+"""PTM, the pseudo-document topic model (Zuo, Wu, Zhang, Lin, Wang, Xu & Xiong, KDD 2016).
 
 Each short document m belongs to one of P pseudo-documents, l_m ~ Mult(psi), psi ~ Dir(lam); its
 tokens draw topics from the pseudo-document's theta_l ~ Dir(alpha), words from phi_k ~ Dir(beta).
@@ -6,8 +6,10 @@ Collapsed Gibbs over the pseudo-documents l and the topics z:
 
     p(l_m = l | rest) ∝ (n_l,-m + lam) prod_k (N_l,-m^k + alpha)^(N_m^k) / (N_l,-m + K alpha)^(N_m)   (36)
 
-(x^(n) the rising factorial, "+ j - 1" in the product: seed 000 eq. 36; computed in log space,
-one log per token, by ``ops.token_log_predictive``), and for token i of word w in document m:
+(x^(n) the rising factorial, factors x + j - 1 for j = 1..n; (36) is the equation's number in
+the TopicModel4J paper, Qiang et al. 2020; computed in log space, one log per token, by
+``ops.token_log_predictive``), and besides that pseudo-document step, for token i of word w in
+document m:
 
     p(z_i = k | rest) ∝ (N_l^k,-i + alpha) (n_k^w,-i + beta) / (n_k,-i + V beta),  l = l_m     (T)
 
@@ -458,7 +460,7 @@ def _theta(doc_rows: Array, pseudo_rows: Array, params: Params) -> Array:
 def estimate(state: State, params: Params) -> dict[str, Array]:
     """Point estimates.
 
-    pseudo_doc_topic [P, K]: theta_l = (N_l^k + alpha) / (N_l + K alpha) (seed 000).
+    pseudo_doc_topic [P, K]: theta_l = (N_l^k + alpha) / (N_l + K alpha) (Zuo et al. 2016).
     theta [D, K] (``doc_topic``): a document's own topic shares shrunk toward its
     pseudo-document's, (N_m^k + K alpha theta_lk) / (N_m + K alpha) with l = l_m: the posterior
     mean of the document's topic proportions under a Dirichlet(K alpha theta_l) centred on its

@@ -1,13 +1,14 @@
-"""Sentence-LDA: LDA in which all tokens of a sentence share one topic (seed 000 eq. 10-12).
+"""Sentence-LDA: LDA in which all tokens of a sentence share one topic (Jo & Oh, WSDM 2011).
 
-Generative process (seed 000, Jo & Oh 2011): phi_k ~ Dir(beta); per document m,
+Equation numbers (10)-(12) are those of the TopicModel4J paper (Qiang et al. 2020), which
+restates the model. Generative process (Jo & Oh 2011): phi_k ~ Dir(beta); per document m,
 theta_m ~ Dir(alpha); per sentence s of m, z_ms ~ Mult(theta_m); every token of s ~ Mult(phi_z_ms).
 The topic is drawn once per *sentence*, so integrating theta_m out gives a Dirichlet-multinomial
 over the sentence topics of m, and the document factor of the collapsed conditional counts
-sentences, not tokens (the seed's text says "word tokens", which does not follow from its own
-generative process; the exact-enumeration tests check the sentence count against the enumerated
-joint). Collapsed conditional of sentence s of document m (eq. 10, with the DESIGN.md correction:
-the denominator index i runs over the tokens of the sentence):
+sentences, not tokens (the TopicModel4J paper's text says "word tokens", which does not follow
+from its own generative process; the exact-enumeration tests check the sentence count against the
+enumerated joint). Collapsed conditional of sentence s of document m (eq. 10; note: the word
+factor's denominator index i runs over the tokens of the sentence, not over the sentences):
 
     p(z_ms = k | z_-ms, w) ∝ (c_mk^-ms + alpha)
         * prod_{w in s} (n_kw^-ms + beta)^(N_ms^w)  /  (n_k^-ms + V beta)^(N_ms)                (10)

@@ -5,7 +5,8 @@ pseudo-document in PTM), has the collapsed full conditional
 
     p(z_i = k | rest) ∝ (n_gk^-i + alpha) (n_kw^-i + beta) / (n_k^-i + V beta)        (1)
 
-(seed 001/002 for LDA; seed 000 with DESIGN.md's PTM note for pseudo-documents).
+(Griffiths & Steyvers 2004 for LDA; for PTM, Zuo et al. 2016, the same conditional with the
+pseudo-document's counts N_l^k in place of the document's, l the document's pseudo-document).
 """
 
 from __future__ import annotations

@@ -44,9 +44,10 @@ def dirichlet_multinomial_log_evidence(counts: Array, concentration: float | Arr
     of draws per group.
 
     Per group: lgamma(A) - lgamma(n + A) + sum_k [lgamma(c_k + a_k) - lgamma(a_k)], A = sum_k a_k
-    (the collapsed LDA joint, seed 001 eq. for p(Z) and p(W|Z), is two such sums). `axis`: the
-    axis along which a group's counts lie: -1 = rows are groups (doc-topic [D, K]); 0 = columns
-    are groups (a word-major word-topic table [V, K], read without a transposed copy).
+    (the collapsed LDA joint p(w, z) = p(z) p(w | z), Griffiths & Steyvers 2004, is two such
+    sums). `axis`: the axis along which a group's counts lie: -1 = rows are groups (doc-topic
+    [D, K]); 0 = columns are groups (a word-major word-topic table [V, K], read without a
+    transposed copy).
 
     With a scalar concentration the cell terms are summed over blocks of rows (``_cell_sum``),
     so no float copy of the table exists: an evaluation's temporaries stay small next to the
@@ -93,7 +94,10 @@ def block_log_predictive(rows: Array, counts: Array, totals: Array, length: Arra
                          max_count: int | None = None) -> Array:
     """log p(block | group k) for every group k: the collapsed Polya predictive of a block of
     tokens that all join one group (a document in DMM/DPMM, a sentence in Sentence-LDA, a
-    pseudo-document's tokens in PTM; seed 000 eq. 10, 24, 29, with the "+ j - 1" correction):
+    pseudo-document's tokens in PTM): the block term of the collapsed conditionals of GSDMM and
+    GSDPMM (Yin & Wang 2014, 2016), Sentence-LDA (Jo & Oh 2011) and PTM (Zuo et al. 2016). Note:
+    the rising factorial's factors are (n + smoothing + j - 1), j = 1..count, not the "+ j + 1"
+    some derivations print:
 
         sum_j log (rows[j, k] + smoothing)^(counts[j])  -  log (totals[k] + total_smoothing)^(length)
 
@@ -145,9 +149,10 @@ def token_log_predictive(rows: Array, ranks: Array, totals: Array, valid: Array,
 
     over the valid tokens t = 0, 1, ... of the block. The n-th occurrence of an item (rank n-1)
     supplies the factor (n_k + smoothing + n - 1) of its rising factorial, and the t-th token the
-    factor (n_k + total_smoothing + t) of the denominator's (seed 000 eq. 24, 36 with the
-    "+ j - 1" correction), so the sum equals the lgamma form exactly in real arithmetic and never
-    underflows (a 10,000-token block is a sum of 10,000 logs).
+    factor (n_k + total_smoothing + t) of the denominator's (the rising factorials of the DMM and
+    PTM conditionals, with "+ j - 1", i.e. rank n - 1 for the n-th occurrence, not the "+ j + 1"
+    some derivations print), so the sum equals the lgamma form exactly in real arithmetic and
+    never underflows (a 10,000-token block is a sum of 10,000 logs).
 
     rows [..., T, K]: counts of each token's item in each group, the block excluded; ranks
     [..., T]: earlier tokens of the block with the same item (``repeat_ranks``); totals [..., K]:
