@@ -21,10 +21,11 @@ Methods:
   fixed, plus one new-topic component of mass alpha gamma / (m + gamma) and p(w | new) = 1/V
   (the base measure's predictive).
 * ``"completion"`` (document completion, Wallach et al. 2009 section 4.2): each document's
-  tokens are split at half (the first floor(N_d / 2) tokens, in document order, and the rest);
-  theta is folded in from the first half (``transform``'s fold-in), and the second half is
-  scored, log p = sum_{i in 2nd half} log sum_k theta_k phi_k,w_i. The same split for every
-  model; the value is of the second half only (and its tokens are the ones counted).
+  tokens are split in two halves (``split_halves``: a seeded random floor(N_d / 2) of them
+  observed, the rest scored; random because bag-of-words files store tokens sorted by word);
+  theta is folded in from the observed half (``transform``'s fold-in), and the other half is
+  scored, log p = sum_{i scored} log sum_k theta_k phi_k,w_i. The same split for every model
+  and seed; the value is of the scored half only (and its tokens are the ones counted).
 * ``"exact"`` (DMM, DPMM: one cluster per document): the sum over clusters of the Polya
   predictive, supplied by the module (``held_out_exact``).
 
@@ -196,31 +197,36 @@ def left_to_right(key: Array, pieces: HeldOutPrior, word_ids: np.ndarray, doc_of
     return out
 
 
-def split_halves(corpus: Corpus) -> tuple[Corpus, Corpus]:
-    """(first halves, second halves) of every document: the first floor(N_d / 2) tokens in
-    document order, and the rest (sentence boundaries cut at the split)."""
+def split_halves(corpus: Corpus, seed: Any = 0) -> tuple[Corpus, Corpus]:
+    """(observed halves, scored halves) of every document: a seeded random floor(N_d / 2) of
+    its tokens, and the rest, each kept in document order (a sentence's tokens in a half stay
+    one sentence; `seed`: numpy's ``default_rng`` seed). Random, not the first half: bag-of-words files (LDA-C, UCI) store a
+    document's tokens sorted by word id, often by frequency, so a positional split would fold
+    in from the frequent words and score the rare ones."""
     offsets = np.asarray(corpus.doc_offsets, np.int64)
     lengths = np.diff(offsets)
-    mid = offsets[:-1] + lengths // 2
-    first = np.concatenate([np.arange(a, m) for a, m in zip(offsets[:-1], mid)] or [np.zeros(0, np.int64)])
-    second = np.concatenate([np.arange(m, b) for m, b in zip(mid, offsets[1:])] or [np.zeros(0, np.int64)])
-    off1 = np.concatenate([[0], np.cumsum(lengths // 2)])
-    off2 = np.concatenate([[0], np.cumsum(lengths - lengths // 2)])
+    n = int(offsets[-1])
+    doc = np.repeat(np.arange(lengths.shape[0]), lengths)
+    keys = np.random.default_rng(seed).random(n)
+    order = np.lexsort((keys, doc))                       # each document's tokens, shuffled
+    rank = np.empty(n, np.int64)
+    rank[order] = np.arange(n) - offsets[doc[order]]
+    observed = rank < (lengths // 2)[doc]
+    sentence = (np.searchsorted(np.asarray(corpus.sentence_offsets, np.int64), np.arange(n),
+                                side="right") if corpus.sentence_offsets is not None else None)
 
-    def part(tokens, offs, lo):
+    def part(mask):
+        tokens = np.flatnonzero(mask)
+        offs = np.concatenate([[0], np.cumsum(np.bincount(doc[tokens], minlength=lengths.shape[0]))])
         sentences = None
-        if corpus.sentence_offsets is not None:
-            s = np.asarray(corpus.sentence_offsets, np.int64)
-            keep = []
-            for dd in range(lengths.shape[0]):
-                a, b = (offsets[dd], mid[dd]) if lo else (mid[dd], offsets[dd + 1])
-                inner = s[(s > a) & (s < b)]
-                keep.append(np.concatenate([[a], inner]) - a + offs[dd] if b > a else np.zeros(0, np.int64))
-            sentences = np.unique(np.concatenate(keep + [[offs[-1]]]).astype(np.int64))
+        if sentence is not None:
+            s = sentence[tokens]
+            starts = np.flatnonzero(np.concatenate([[True], s[1:] != s[:-1]])) if tokens.size else []
+            sentences = np.unique(np.concatenate([starts, offs]).astype(np.int64))
         return Corpus.from_arrays(corpus.word_ids[tokens].astype(np.int32), offs, corpus.vocab,
                                   sentence_offsets=sentences, **_labels_of(corpus))
 
-    return part(first, off1, True), part(second, off2, False)
+    return part(observed), part(~observed)
 
 
 def _labels_of(corpus: Corpus) -> dict[str, Any]:
@@ -288,7 +294,8 @@ def _left_to_right_method(model: Any, corpus: Corpus, key: Array, num_particles:
 
 def _completion_method(model: Any, corpus: Corpus, key: Array, num_sweeps: int = 50) -> np.ndarray:
     num_sweeps = check_positive_int(num_sweeps, "num_sweeps")
-    first, second = split_halves(corpus)
+    split_seed = np.asarray(jax.random.key_data(jax.random.fold_in(key, 1)), np.uint32).ravel()
+    first, second = split_halves(corpus, [int(x) for x in split_seed])
     theta = np.asarray(_fold_in(model, first, key, num_sweeps), np.float64)      # [D, K]
     phi = np.asarray(model.topic_word, np.float64)                              # [K, V]
     doc = np.repeat(np.arange(second.num_docs), np.diff(np.asarray(second.doc_offsets)))

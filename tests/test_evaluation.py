@@ -98,20 +98,51 @@ def test_dmm_and_dpmm_exact_sum_over_clusters(split):
 
 
 def test_completion_scores_the_second_halves_with_theta_from_the_first(split):
+    from jaxtopics.evaluation import split_halves
+
     train, held = split
     m = jt.LDA(num_topics=4).fit(train, num_sweeps=10, seed=0)
-    docs = _texts(held)
     ll = m.log_likelihood(held, method="completion", seed=2, num_sweeps=20)
-    firsts = [d[:len(d) // 2] for d in docs]
-    theta = m.transform(jt.Corpus.from_token_lists(firsts), num_sweeps=20, seed=2)
-    index = {w: i for i, w in enumerate(m.vocab)}
-    phi = m.topic_word.astype(np.float64)
-    for j, d in enumerate(docs):
-        want = sum(np.log(theta[j] @ phi[:, index[w]]) for w in d[len(d) // 2:])
-        assert ll[j] == pytest.approx(want, rel=1e-5)
-    scored = sum(len(d) - len(d) // 2 for d in docs)
+    seen = _texts(held)
+    lengths = [len(d) for d in seen]
+    scored = sum(n - n // 2 for n in lengths)
     assert m.perplexity(held, "completion", seed=2, num_sweeps=20) == pytest.approx(
         np.exp(-ll.sum() / scored))
+    first, second = split_halves(held, seed=5)
+    assert np.array_equal(np.diff(first.doc_offsets), [n // 2 for n in lengths])
+    assert np.array_equal(np.diff(second.doc_offsets), [n - n // 2 for n in lengths])
+    for j, d in enumerate(seen):          # the halves partition each document's tokens
+        a = [first.vocab[i] for i in first.word_ids[first.doc_offsets[j]:first.doc_offsets[j + 1]]]
+        b = [second.vocab[i] for i in second.word_ids[second.doc_offsets[j]:second.doc_offsets[j + 1]]]
+        assert sorted(a + b) == sorted(d)
+    again = split_halves(held, seed=5)
+    assert np.array_equal(again[0].word_ids, first.word_ids)
+    # the scored half, by hand: the split of seed 2's key, theta folded in from the observed
+    # half (transform with the same seed), then the mixture of the scored tokens
+    import jax
+
+    from jaxtopics.validate import seed_key
+    split_seed = np.asarray(jax.random.key_data(jax.random.fold_in(seed_key(2), 1))).ravel()
+    first, second = split_halves(held, [int(x) for x in split_seed])
+    theta = m.transform(first, num_sweeps=20, seed=2)
+    phi = m.topic_word.astype(np.float64)
+    index = {w: i for i, w in enumerate(m.vocab)}
+    for j in range(len(seen)):
+        words = second.word_ids[second.doc_offsets[j]:second.doc_offsets[j + 1]]
+        want = sum(np.log(theta[j] @ phi[:, index[second.vocab[i]]]) for i in words)
+        assert ll[j] == pytest.approx(want, rel=1e-5)
+
+
+def test_completion_of_a_sorted_bag_of_words_is_not_its_rare_half():
+    """A document stored sorted by word id (as LDA-C files are) is split at random: the scored
+    half holds frequent and rare words alike."""
+    from jaxtopics.evaluation import split_halves
+
+    doc = [f"w{i:02d}" for i in range(20) for _ in range(20 - i)]      # frequent ids first
+    corpus = jt.Corpus.from_token_lists([doc])
+    _, second = split_halves(corpus, seed=0)
+    ids = second.word_ids
+    assert 5 < np.mean([int(second.vocab[i][1:]) for i in ids]) < 8   # not all rare (>= 10)
 
 
 @pytest.mark.parametrize("name", ["lda", "slda", "ptm", "hdp", "dmm", "dpmm", "dpmrm"])
