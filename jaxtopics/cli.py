@@ -388,7 +388,7 @@ def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) 
     if out is not None:
         if not lead:
             return 0
-        from .estimators import _empty_topics
+        from .fitted import _empty_topics
         top_ids = [[] if empty else ids     # a topic / cluster that holds nothing: no words
                    for empty, ids in zip(_empty_topics(model), model.top_word_ids(args.top_words))]
         if coherence is None:                # no stale scores of an earlier run beside the model
@@ -551,7 +551,7 @@ def _show_warnings(caught: list) -> None:
 def _infer(model, args: argparse.Namespace) -> int:
     import numpy as np
 
-    from .estimators import _check_writable_file
+    from .model_files import _check_writable_file
     from .io import atomic_write_bytes
     docs = _new_documents(args, model)
     _check_writable_file(args.out)                  # before the fold-in: a bad --out costs nothing
@@ -763,7 +763,7 @@ def _compare_k(args: argparse.Namespace) -> int:
     documents (``jt.compare_num_topics``), print the report's table and write it to --csv."""
     import math
 
-    from .estimators import _check_writable_file
+    from .model_files import _check_writable_file
     from .io import atomic_write_bytes
     from .selection import compare_num_topics
     cls = _registry()[args.model]

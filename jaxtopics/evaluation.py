@@ -47,6 +47,7 @@ from jax import Array
 
 from .corpus import Corpus
 from .errors import CorpusError, ParameterError
+from .new_documents import _map_new_documents, _warn_unknown_words
 from .validate import check_positive_int, seed_key
 
 __all__ = ["HeldOutPrior", "METHODS", "default_method", "log_likelihood", "perplexity",
@@ -260,8 +261,6 @@ def perplexity(model: Any, docs: Any, method: str | None = None, seed: int = 0,
 def _evaluate(model: Any, docs: Any, method: str | None, seed: int, options: dict,
               what: str) -> tuple[np.ndarray, int]:
     """(log p(w_d) [D], tokens scored) of `method` on `docs`."""
-    from .estimators import _map_new_documents, _warn_unknown_words
-
     module = model._module
     method = default_method(module) if method is None else method
     if method not in methods_of(module):

@@ -35,6 +35,7 @@ __all__ = [
     "array_spec",
     "check_positive_int",
     "check_float32",
+    "check_number",
     "check_seed",
     "seed_key",
 ]
@@ -95,6 +96,14 @@ def check_float32(value: Any, name: str, *, low: float = FLOAT32_TINY,
             f"{name} = {v!r} is outside [{low:.4g}, {high:.4g}], the range float32 arithmetic "
             f"holds (the samplers compute in float32)")
     return v
+
+
+def check_number(x: Any, name: str) -> float:
+    """A real number (not a bool or a string) as a float; the model's check_params checks its
+    range (``validate.check_float32``)."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
+        raise ParameterError(f"{name} must be a number, got {x!r}")
+    return float(str(x)) if isinstance(x, np.float32) else float(x)   # 0.1, not 0.10000000149
 
 
 def check_seed(seed: Any, name: str = "seed") -> int:
