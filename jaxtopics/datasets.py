@@ -125,6 +125,38 @@ def _zipf_topics(rng: np.random.Generator, K: int, V: int, beta: float, zipf_exp
     return phi
 
 
+def _planted_sizes(num_docs: int, num_words: int, num_topics: int, zipf_exponent: float,
+                   rank_noise: float) -> tuple[int, int, int]:
+    """(D, V, K) of a planted corpus, after checking the Zipf shape settings and int32 sizes."""
+    if not (np.isfinite(zipf_exponent) and zipf_exponent >= 0):
+        raise ParameterError(f"zipf_exponent must be finite and >= 0, got {zipf_exponent!r}")
+    if not (np.isfinite(rank_noise) and rank_noise >= 0):
+        raise ParameterError(f"rank_noise must be finite and >= 0, got {rank_noise!r}")
+    D, V, K = int(num_docs), int(num_words), int(num_topics)
+    if max(D, K, V) > np.iinfo(np.int32).max:
+        raise ParameterError("num_docs, num_topics and num_words must fit in int32")
+    return D, V, K
+
+
+def _planted_vocab(num_words: int) -> tuple[str, ...]:
+    """The words of a planted corpus: w00000, w00001, ... (at least 5 digits)."""
+    width = max(5, len(str(num_words - 1)))
+    return tuple(f"w{v:0{width}d}" for v in range(num_words))
+
+
+def _draw_words(rng: np.random.Generator, phi: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """int32 [N]: a word ~ Cat(phi[z_i]) for every token, topic by topic (inverse CDF)."""
+    k_count, v = phi.shape
+    word_ids = np.empty(z.shape[0], dtype=np.int32)
+    for k in range(k_count):
+        at = np.flatnonzero(z == k)
+        if at.size:
+            cdf = np.cumsum(phi[k])
+            word_ids[at] = np.minimum(np.searchsorted(cdf, rng.random(at.size) * cdf[-1],
+                                                      side="right"), v - 1)
+    return word_ids
+
+
 def synthetic_lda(
     num_docs: int = 1000,
     num_words: int = 5000,
@@ -179,13 +211,7 @@ def synthetic_lda(
         _check_positive("alpha", alpha)
         alpha = float(alpha)
     _check_positive("beta", beta)
-    if not (np.isfinite(zipf_exponent) and zipf_exponent >= 0):
-        raise ParameterError(f"zipf_exponent must be finite and >= 0, got {zipf_exponent!r}")
-    if not (np.isfinite(rank_noise) and rank_noise >= 0):
-        raise ParameterError(f"rank_noise must be finite and >= 0, got {rank_noise!r}")
-    D, V, K = int(num_docs), int(num_words), int(num_topics)
-    if max(D, K, V) > np.iinfo(np.int32).max:
-        raise ParameterError("num_docs, num_topics and num_words must fit in int32")
+    D, V, K = _planted_sizes(num_docs, num_words, num_topics, zipf_exponent, rank_noise)
     rng = np.random.default_rng(seed)
 
     phi = _zipf_topics(rng, K, V, beta, zipf_exponent, rank_noise)
@@ -237,9 +263,7 @@ def synthetic_lda(
         start = end
     del by_topic
 
-    width = max(5, len(str(V - 1)))
-    vocab = tuple(f"w{v:0{width}d}" for v in range(V))
-    corpus = Corpus.from_arrays(word_ids, doc_offsets, vocab)
+    corpus = Corpus.from_arrays(word_ids, doc_offsets, _planted_vocab(V))
     return SyntheticCorpus(corpus=corpus, theta=theta, phi=phi, assignments=z)
 
 
@@ -293,16 +317,8 @@ def synthetic_dmm(
     doc_offsets = np.zeros(D + 1, dtype=np.int64)
     np.cumsum(lengths, out=doc_offsets[1:])
     z = np.repeat(labels, lengths)
-    word_ids = np.empty(z.shape[0], dtype=np.int32)
-    for k in range(K):
-        at = np.flatnonzero(z == k)
-        if at.size:
-            cdf = np.cumsum(phi[k])
-            word_ids[at] = np.minimum(np.searchsorted(cdf, rng.random(at.size) * cdf[-1],
-                                                      side="right"), V - 1)
-    width = max(5, len(str(V - 1)))
-    vocab = tuple(f"w{v:0{width}d}" for v in range(V))
-    corpus = Corpus.from_arrays(word_ids, doc_offsets, vocab, labels=labels)
+    word_ids = _draw_words(rng, phi, z)
+    corpus = Corpus.from_arrays(word_ids, doc_offsets, _planted_vocab(V), labels=labels)
     theta = np.zeros((D, K))
     theta[np.arange(D), labels] = 1.0
     return SyntheticCorpus(corpus=corpus, theta=theta, phi=phi, assignments=z)
@@ -343,13 +359,7 @@ def synthetic_slda(
     _check_positive("mean_sentence_length", mean_sentence_length)
     _check_positive("alpha", alpha)
     _check_positive("beta", beta)
-    if not (np.isfinite(zipf_exponent) and zipf_exponent >= 0):
-        raise ParameterError(f"zipf_exponent must be finite and >= 0, got {zipf_exponent!r}")
-    if not (np.isfinite(rank_noise) and rank_noise >= 0):
-        raise ParameterError(f"rank_noise must be finite and >= 0, got {rank_noise!r}")
-    D, V, K = int(num_docs), int(num_words), int(num_topics)
-    if max(D, K, V) > np.iinfo(np.int32).max:
-        raise ParameterError("num_docs, num_topics and num_words must fit in int32")
+    D, V, K = _planted_sizes(num_docs, num_words, num_topics, zipf_exponent, rank_noise)
     rng = np.random.default_rng(seed)
     phi = _zipf_topics(rng, K, V, beta, zipf_exponent, rank_noise)
     theta = _dirichlet(rng, float(alpha), (D, K))
@@ -364,16 +374,9 @@ def synthetic_slda(
     doc_offsets = np.zeros(D + 1, dtype=np.int64)
     doc_offsets[1:] = sentence_offsets[np.cumsum(sentences)]
     z = np.repeat(sent_topic, lengths)
-    word_ids = np.empty(z.shape[0], dtype=np.int32)
-    for k in range(K):
-        at = np.flatnonzero(z == k)
-        if at.size:
-            cdf_k = np.cumsum(phi[k])
-            word_ids[at] = np.minimum(np.searchsorted(cdf_k, rng.random(at.size) * cdf_k[-1],
-                                                      side="right"), V - 1)
-    width = max(5, len(str(V - 1)))
-    vocab = tuple(f"w{v:0{width}d}" for v in range(V))
-    corpus = Corpus.from_arrays(word_ids, doc_offsets, vocab, sentence_offsets=sentence_offsets)
+    word_ids = _draw_words(rng, phi, z)
+    corpus = Corpus.from_arrays(word_ids, doc_offsets, _planted_vocab(V),
+                                sentence_offsets=sentence_offsets)
     return SyntheticCorpus(corpus=corpus, theta=theta, phi=phi, assignments=z)
 
 

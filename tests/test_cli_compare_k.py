@@ -5,31 +5,11 @@ from __future__ import annotations
 
 import csv
 import random
-import subprocess
-import sys
 
 import pytest
 
 import jaxtopics as jt
-
-GROUPS = ("apple pear fruit juice banana orange mango lemon".split(),
-          "cat dog mouse horse cow sheep goat rabbit".split(),
-          "river lake ocean water rain cloud storm wave".split())
-
-
-def _run(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "jaxtopics.cli", *args], capture_output=True,
-                          text=True, timeout=timeout)
-
-
-def _one_line_error(r: subprocess.CompletedProcess, *needles: str) -> None:
-    assert r.returncode == 2, (r.returncode, r.stderr)
-    assert r.stdout == "" and "Traceback" not in r.stderr, r.stderr
-    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
-    assert r.stderr.startswith("jaxtopics: error: "), r.stderr
-    for n in needles:
-        assert n in r.stderr, r.stderr
-
+from cli_helpers import GROUPS, assert_one_line_error, run_cli
 
 def _write_texts(path, n: int, seed: int) -> None:
     rng = random.Random(seed)
@@ -50,7 +30,7 @@ def test_compare_k_prints_the_table_and_writes_the_python_reports_numbers(tmp_pa
     _write_texts(docs, 40, seed=0)
     report = jt.compare_num_topics(jt.LDA, jt.Corpus.from_text_file(docs), [2, 3], seeds=(0,),
                                    num_sweeps=5, alpha=0.2)
-    r = _run("compare-k", "--input", str(docs), "--ks", "2,3", "--seeds", "0", "--sweeps", "5",
+    r = run_cli("compare-k", "--input", str(docs), "--ks", "2,3", "--seeds", "0", "--sweeps", "5",
              "--alpha", "0.2", "--csv", str(out))
     assert r.returncode == 0, r.stderr
     assert "Traceback" not in r.stderr
@@ -69,7 +49,7 @@ def test_compare_k_held_out_file_without_coherence(tmp_path):
     docs, held, out = tmp_path / "docs.txt", tmp_path / "held.txt", tmp_path / "k.csv"
     _write_texts(docs, 40, seed=0)
     _write_texts(held, 6, seed=1)
-    r = _run("compare-k", "-i", str(docs), "--held-out", str(held), "--ks", "2", "--seeds", "0",
+    r = run_cli("compare-k", "-i", str(docs), "--held-out", str(held), "--ks", "2", "--seeds", "0",
              "--sweeps", "5", "--coherence", "none", "--method", "completion", "--csv", str(out))
     assert r.returncode == 0, r.stderr
     assert "completion, 6 documents" in r.stdout and "coherence" not in r.stdout.split("\n\n")[1]
@@ -92,4 +72,4 @@ def test_compare_k_held_out_file_without_coherence(tmp_path):
 def test_bad_input_is_one_line_with_status_2(tmp_path, args, needles):
     docs = tmp_path / "docs.txt"
     _write_texts(docs, 10, seed=0)
-    _one_line_error(_run("compare-k", "--input", str(docs), *args), *needles)
+    assert_one_line_error(run_cli("compare-k", "--input", str(docs), *args), *needles, quiet=True)

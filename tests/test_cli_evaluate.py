@@ -6,32 +6,13 @@ from __future__ import annotations
 import csv
 import random
 import re
-import subprocess
-import sys
 import warnings
 
 import numpy as np
 import pytest
 
 import jaxtopics as jt
-
-GROUPS = ("apple pear fruit juice banana orange mango lemon".split(),
-          "cat dog mouse horse cow sheep goat rabbit".split(),
-          "river lake ocean water rain cloud storm wave".split())
-
-
-def _run(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "jaxtopics.cli", *args], capture_output=True,
-                          text=True, timeout=timeout)
-
-
-def _one_line_error(r: subprocess.CompletedProcess, *needles: str) -> None:
-    assert r.returncode == 2, (r.returncode, r.stderr)
-    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
-    assert r.stderr.startswith("jaxtopics: error: "), r.stderr
-    for n in needles:
-        assert n in r.stderr, r.stderr
-
+from cli_helpers import GROUPS, assert_one_line_error, run_cli
 
 def _texts(rng: random.Random, n: int) -> list[str]:
     out = []
@@ -59,7 +40,7 @@ def run_dir(tmp_path_factory):
 
 def test_infer_writes_one_row_of_proportions_per_document(run_dir):
     out = run_dir / "theta.csv"
-    r = _run("infer", str(run_dir / "run"), "--input", str(run_dir / "test.txt"), "--out", str(out),
+    r = run_cli("infer", str(run_dir / "run"), "--input", str(run_dir / "test.txt"), "--out", str(out),
              "--sweeps", "20", "--seed", "2")
     assert r.returncode == 0, r.stderr
     assert "wrote" in r.stdout and "9 documents x 3 topic" in r.stdout
@@ -84,7 +65,7 @@ def test_infer_writes_one_row_of_proportions_per_document(run_dir):
                                             {"method": "completion", "seed": 3})])
 def test_evaluate_prints_the_perplexity_of_the_api(run_dir, extra, kwargs):
     model_file = run_dir / "run" / "model.jtm"
-    r = _run("evaluate", str(model_file), "--held-out", str(run_dir / "test.txt"), *extra,
+    r = run_cli("evaluate", str(model_file), "--held-out", str(run_dir / "test.txt"), *extra,
              *(("--coherence", "u_mass", "--top-words", "4") if not extra else ()))
     assert r.returncode == 0, r.stderr
     texts = (run_dir / "test.txt").read_text(encoding="utf-8").splitlines()
@@ -116,15 +97,15 @@ def test_bad_input_is_one_line(run_dir):
     empty = run_dir / "empty.txt"
     empty.write_text("", encoding="utf-8")
     held_out = str(run_dir / "test.txt")
-    _one_line_error(_run("evaluate", model, "--held-out", str(unknown)),
+    assert_one_line_error(run_cli("evaluate", model, "--held-out", str(unknown)),
                     "none of its 2 tokens is a word the model knows", "'zebra'")
-    _one_line_error(_run("infer", model, "--input", str(unknown), "--out",
+    assert_one_line_error(run_cli("infer", model, "--input", str(unknown), "--out",
                          str(run_dir / "u.csv")), "--input", "is a word the model knows")
     assert not (run_dir / "u.csv").exists()
-    _one_line_error(_run("evaluate", model, "--held-out", held_out, "--method", "exact"),
+    assert_one_line_error(run_cli("evaluate", model, "--held-out", held_out, "--method", "exact"),
                     "--method exact", "left_to_right, completion")
-    _one_line_error(_run("evaluate", model, "--held-out", str(empty)), "holds no documents")
-    _one_line_error(_run("evaluate", str(run_dir / "missing.jtm"), "--held-out", held_out),
+    assert_one_line_error(run_cli("evaluate", model, "--held-out", str(empty)), "holds no documents")
+    assert_one_line_error(run_cli("evaluate", str(run_dir / "missing.jtm"), "--held-out", held_out),
                     "missing.jtm", "no such file")
-    _one_line_error(_run("infer", str(run_dir), "--input", held_out, "--out",
+    assert_one_line_error(run_cli("infer", str(run_dir), "--input", held_out, "--out",
                          str(run_dir / "x.csv")), "a directory without a model.jtm")
