@@ -953,8 +953,9 @@ def _cpu_devices(args: argparse.Namespace) -> int:
     if devices not in (None, "auto"):
         return devices
     from .distributed import shard_refusal
+    from .models.base import sharding
     module = _registry()[args.model].module
-    if not getattr(module, "SHARDABLE", False):
+    if sharding(module) is None:
         return 1
     if not getattr(args, "resume", False):       # a resumed chain brings its own params
         if shard_refusal(module, _estimator(args).params):

@@ -25,7 +25,7 @@ def resolve_devices(module, params: NamedTuple, corpus: Corpus,
                     devices: int | str | None) -> int | None:
     """The shard count a fit runs with: `devices` itself, or for ``"auto"`` every device of
     ``jax.devices()`` (at most one per document) when the model's kernel with these params can
-    be sharded (``SHARDABLE`` and no ``shard_refusal``), else None (the default device)."""
+    be sharded (``SHARDING`` and no ``shard_refusal``), else None (the default device)."""
     from .distributed import balanced_ranges, shard_refusal
     if devices is not None and not isinstance(devices, (str, int, np.integer)):
         raise ParameterError(f"devices must be a positive integer, 'auto' or None, got "

@@ -18,18 +18,19 @@ all: its words are cut into groups that rotate over the devices, ``ops.rotation`
 row updated by one device at a time; with ``exchange="moves"`` its ``sync_every``, 4 by
 default, exchanges every few blocks.)
 
-What a model module declares to be sharded (module-level hooks; this file never names a model):
+What a model module declares to be sharded (module-level hooks; this file never names a model,
+and reads the settings only through ``models.base.sharding``):
 
-- ``SHARDABLE = True``.
-- ``SHARD_FIELDS``: {State field: axis} for the per-shard fields and the axis of the shard's
-  layout they run along ("tokens", "docs", "sentences"); every other State field is a global
-  table, replicated on every device. Optional ``SHARD_INDEX_FIELDS``: {field: axis} for
-  per-shard fields whose values are positions along an axis (shard-local, shifted by the shard's
-  offset when gathered).
+- ``SHARDING = base.Sharding(...)``, the module's sharding settings in one constant (a module
+  without it has no sharded kernel). Its ``fields``: {State field: axis} for the per-shard
+  fields and the axis of the shard's layout they run along ("tokens", "docs", "sentences");
+  every other State field is a global table, replicated on every device. Optional
+  ``index_fields``: {field: axis} for per-shard fields whose values are positions along an axis
+  (shard-local, shifted by the shard's offset when gathered).
 - ``shard_sizes(data, num_shards) -> dict[str, int]``: the sizes of a shard's layout (of
   `num_shards` shards in all), among them the real
-  length of every axis of ``SHARD_FIELDS``; ``pad_shard(data, sizes) -> Data``: the layout
-  padded to `sizes` (the largest over the shards; optional ``SHARD_SUMMED_SIZES``: the names of
+  length of every axis of ``SHARDING.fields``; ``pad_shard(data, sizes) -> Data``: the layout
+  padded to `sizes` (the largest over the shards; optional ``SHARDING.summed_sizes``: the names of
   sizes that are bounds of global quantities, summed over the shards instead). Padding items
   are visited by no block and, in a state that ``recount_shard`` made, counted in no table.
 - ``recount_shard(state, data, params, sizes) -> State``: a shard's state with every table
@@ -40,13 +41,13 @@ What a model module declares to be sharded (module-level hooks; this file never 
   every shard); ``log_joint(state, None, params)`` must score the stacked per-shard tables
   (padding rows add nothing).
 - optional ``check_shard_params(params)`` (refuse what the sharded kernel cannot run; the
-  ``parallel`` sampler is required of every model), ``SHARD_INITS`` (the ``init`` settings
-  ``init`` below supports), ``SHARD_REPLICATED`` (global State fields that are settings,
+  ``parallel`` sampler is required of every model), ``SHARDING.inits`` (the ``init`` settings
+  ``init`` below supports), ``SHARDING.replicated`` (global State fields that are settings,
   e.g. sampled concentrations: equal on every shard, never summed over the shards) and
-  ``SHARD_MAX_FIELDS`` (global State fields that are no counts but labels of slots, e.g. a
+  ``SHARDING.max_fields`` (global State fields that are no counts but labels of slots, e.g. a
   topic slot's owner: a shard's part is the label where its own items use the slot, 0
   elsewhere, and the parts combine by their largest value).
-- optional ``SHARD_PERMUTED``: {State field: Data field} for per-shard fields a shard holds in a
+- optional ``SHARDING.permuted``: {State field: Data field} for per-shard fields a shard holds in a
   layout of its own rather than in corpus order (LDA's z in the word-rotation layout, so that no
   sweep converts it): the Data field, an int32 array of the field's shape, names the item each
   slot holds (a value >= the shard's item count: no item). ``prepare`` keeps that Data field on
@@ -80,6 +81,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from .corpus import Corpus
 from .errors import JaxTopicsError, ParameterError
+from .models.base import sharding as _sharding
 
 try:                                    # jax >= 0.6 exports shard_map at the top level
     from jax import shard_map as _shard_map
@@ -101,7 +103,7 @@ class ShardedData:
     shapes); `sizes`: {name: [shards] int32} the unpadded ``shard_sizes`` of every shard (among
     them the real length of each axis); `module`: the model module (static); `shapes`: the
     per-shard State fields' padded shapes (static); `host`: this process's shards' Data fields
-    named by the module's ``SHARD_PERMUTED`` ({name: [local shards, ...] numpy}), kept on the
+    named by the module's ``SHARDING.permuted`` ({name: [local shards, ...] numpy}), kept on the
     host (static, compared by identity)."""
 
     data: Any
@@ -153,7 +155,7 @@ class _HostArrays(dict):
 
 def _permuted(module: ModuleType, sdata: ShardedData, name: str) -> np.ndarray | None:
     """[local shards, ...] host slot -> item of per-shard field `name`, or None (corpus order)."""
-    layout = getattr(module, "SHARD_PERMUTED", {}).get(name)
+    layout = _sharding(module).permuted.get(name)
     return None if layout is None or not sdata.host else sdata.host.get(layout)
 
 
@@ -163,7 +165,7 @@ def module_of(params: Any) -> ModuleType:
 
 
 def _is_sharded(module: ModuleType, name: str) -> bool:
-    return name in module.SHARD_FIELDS
+    return name in _sharding(module).fields
 
 
 def split_documents(corpus: Corpus, num_shards: int) -> list[np.ndarray]:
@@ -385,7 +387,7 @@ def shard_refusal(module: ModuleType, params: Any) -> str | None:
     """Why `module` with `params` cannot run sharded (None: it can): no sharded kernel, a sampler
     other than ``parallel``, or the module's own ``check_shard_params`` refusing."""
     name = module.__name__.rsplit(".", 1)[-1]
-    if not getattr(module, "SHARDABLE", False):
+    if _sharding(module) is None:
         return f"{name} has no sharded kernel"
     if getattr(params, "sampler", "parallel") != "parallel":
         return f"sharded sweeps run the 'parallel' kernel, got sampler={params.sampler!r}"
@@ -423,12 +425,12 @@ def prepare(corpus: Corpus, params: Any, num_shards: int,
     local = np.array([[int(module.shard_sizes(p, num_shards)[k]) for p in parts] for k in names],
                      np.int64)
     all_sizes = _allgather_host(local).transpose(1, 0, 2).reshape(len(names), -1)   # [keys, shards]
-    summed = getattr(module, "SHARD_SUMMED_SIZES", ())
+    summed = _sharding(module).summed_sizes
     top = {k: int(all_sizes[i].sum() if k in summed else all_sizes[i].max())
            for i, k in enumerate(names)}
     padded = [module.pad_shard(p, top) for p in parts]
     host = {}
-    for name in set(getattr(module, "SHARD_PERMUTED", {}).values()):
+    for name in set(_sharding(module).permuted.values()):
         if getattr(padded[0], name) is not None:        # kept on the host, not on the devices
             host[name] = np.stack([np.asarray(getattr(p, name)) for p in padded])
             padded = [dataclasses.replace(p, **{name: None}) for p in padded]
@@ -436,7 +438,7 @@ def prepare(corpus: Corpus, params: Any, num_shards: int,
     data = jax.tree.map(lambda *a: stack(np.stack([np.asarray(x) for x in a])), *padded)
     probe = jax.eval_shape(lambda d: module.init(jax.random.key(0), d, params),
                            jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape[1:], a.dtype), data))
-    shapes = tuple((f, tuple(getattr(probe, f).shape)) for f in module.SHARD_FIELDS)
+    shapes = tuple((f, tuple(getattr(probe, f).shape)) for f in _sharding(module).fields)
     sizes = {k: jnp.asarray(all_sizes[i], jnp.int32) for i, k in enumerate(names)}
     return ShardedData(data=data, sizes=sizes, module=module, shapes=shapes, host=_HostArrays(host))
 
@@ -571,10 +573,10 @@ def _shard_axis_of(module: ModuleType, state: Any) -> Any:
 
 def _sum_globals(module: ModuleType, state: Any) -> Any:
     """Per-shard states stacked on axis 0 -> global tables summed over the shards (the
-    ``SHARD_REPLICATED`` fields, equal on every shard, taken from the first; the
-    ``SHARD_MAX_FIELDS`` their largest value over the shards)."""
-    same = getattr(module, "SHARD_REPLICATED", ())
-    largest = getattr(module, "SHARD_MAX_FIELDS", ())
+    ``SHARDING.replicated`` fields, equal on every shard, taken from the first; the
+    ``SHARDING.max_fields`` their largest value over the shards)."""
+    same = _sharding(module).replicated
+    largest = _sharding(module).max_fields
     return type(state)(*(x if _is_sharded(module, f) else x[0] if f in same
                          else jnp.max(x, 0) if f in largest
                          else jnp.sum(x, 0, dtype=x.dtype) for f, x in zip(state._fields, state)))
@@ -623,7 +625,7 @@ def init(key: Array, sdata: ShardedData, params: Any) -> Any:
     state is the model's ``init`` of the whole corpus), tables recounted without the padding.
     Per-shard fields carry the shard axis; the global tables are the sums over the shards."""
     module = sdata.module
-    inits = getattr(module, "SHARD_INITS", None)
+    inits = _sharding(module).inits
     if inits is not None and params.init not in inits:
         raise ParameterError(f"sharded sweeps support init={' or '.join(map(repr, inits))} only, "
                              f"got {params.init!r}")
@@ -634,7 +636,7 @@ def init(key: Array, sdata: ShardedData, params: Any) -> Any:
 
 def shard_state(state: Any, sdata: ShardedData, *, local: bool = False) -> Any:
     """Split a model State in corpus order into the shards of `sdata` (the inverse of
-    ``gather``): every per-shard field (``SHARD_FIELDS``) gets the shard axis and its padded
+    ``gather``): every per-shard field (``SHARDING.fields``) gets the shard axis and its padded
     shape, padding filled with 0; global tables are kept as they are.
 
     Multi-process: only this process's shards are returned (host arrays for ``place``); `state`
@@ -643,7 +645,7 @@ def shard_state(state: Any, sdata: ShardedData, *, local: bool = False) -> Any:
     module = sdata.module
     sizes = {k: np.asarray(v) for k, v in sdata.sizes.items()}
     shards = _local_shards(sdata.num_shards)
-    index = getattr(module, "SHARD_INDEX_FIELDS", {})
+    index = _sharding(module).index_fields
     shapes = dict(sdata.shapes)
     starts = {k: np.concatenate([[0], np.cumsum(v)]) for k, v in sizes.items()}
     out = []
@@ -651,7 +653,7 @@ def shard_state(state: Any, sdata: ShardedData, *, local: bool = False) -> Any:
         if not _is_sharded(module, f):
             out.append(np.asarray(value) if jax.process_count() > 1 else value)
             continue
-        axis, full = module.SHARD_FIELDS[f], np.asarray(value)
+        axis, full = _sharding(module).fields[f], np.asarray(value)
         t0 = starts[axis]
         base = t0[shards[0]] if local else 0
         slots = _permuted(module, sdata, f)
@@ -749,18 +751,18 @@ def gather(state: Any, sdata: ShardedData) -> Any:
     host = _host_value
     sizes = {k: host(v) for k, v in sdata.sizes.items()}
     starts = {k: np.concatenate([[0], np.cumsum(v)]) for k, v in sizes.items()}
-    index = getattr(module, "SHARD_INDEX_FIELDS", {})
+    index = _sharding(module).index_fields
     out = []
     for f, value in zip(state._fields, state):
         slots = _permuted(module, sdata, f)
         if slots is not None:
-            out.append(_gather_permuted(value, slots, sizes[module.SHARD_FIELDS[f]]))
+            out.append(_gather_permuted(value, slots, sizes[_sharding(module).fields[f]]))
             continue
         x = host(value)
         if not _is_sharded(module, f):
             out.append(jnp.asarray(x))
             continue
-        n = sizes[module.SHARD_FIELDS[f]]
+        n = sizes[_sharding(module).fields[f]]
         top = int(n.max())
         rows = [x[s, :n[s]] + (starts[index[f]][s] if f in index else 0) for s in range(len(n))]
         out.append(jnp.asarray(np.concatenate(rows + [x[-1, top:]]).astype(x.dtype)))
@@ -768,7 +770,7 @@ def gather(state: Any, sdata: ShardedData) -> Any:
 
 
 def _gather_permuted(value: Array, slots: np.ndarray, n: np.ndarray) -> Array:
-    """A per-shard field held in a layout of its own (``SHARD_PERMUTED``) in corpus order: each
+    """A per-shard field held in a layout of its own (``SHARDING.permuted``) in corpus order: each
     process puts its own shards' slots back in order (its `slots` stay on its host), the
     processes exchange those, and the shards' real items are concatenated, then a dummy 0."""
     if jax.process_count() == 1:

@@ -31,7 +31,7 @@ from .errors import CorpusError, ParameterError, ShardLayoutWarning
 from .fit import TracePoint, chain_keys, in_32_bits, run_sweeps
 from .io import encode_strings, save_model_file
 from .model_files import _check_file_name, _check_writable_file, _rebuilt
-from .models import hdp, lda
+from .models import base, hdp, lda
 from .new_documents import TransformInfo, _map_new_documents, _warn_unknown_words
 from .validate import INT32_MAX, as_sequence, check_int, check_number, check_positive_int, seed_key
 
@@ -353,7 +353,7 @@ class FittedModel:
         continues on the devices the chain ran on so far (``shards``, saved in the model file);
         another count continues as a different chain (``ShardLayoutWarning``). `devices`: shard the
         documents over the first `devices` devices (``jaxtopics.distributed``: the model's
-        ``parallel`` kernel, for every model whose module is ``SHARDABLE``: all of them; LDA's
+        ``parallel`` kernel, for every model whose module declares ``SHARDING``: all of them; LDA's
         MH draws are refused); ``"auto"`` uses every device of
         ``jax.devices()`` when the model's kernel can be sharded, else one
         (``resolve_devices``); None runs on the default device.
@@ -436,7 +436,7 @@ class FittedModel:
         """(model, data, state, to_global) to run this chain sharded over `devices` devices."""
         from . import distributed
 
-        if not getattr(self._module, "SHARDABLE", False):
+        if base.sharding(self._module) is None:
             raise ParameterError(f"devices=: the {self.model!r} model has no sharded kernel yet")
         if not isinstance(devices, (int, np.integer)) or isinstance(devices, bool) or devices < 1:
             raise ParameterError(f"devices must be a positive integer, got {devices!r}")

@@ -25,8 +25,14 @@ def test_capabilities_are_what_the_modules_provide():
     assert "held_out_exact" in caps["dmm"] and "held_out_prior" in caps["hdp"]
     assert all("shardable" in c for c in caps.values())
     lda_sharding = base.sharding(MODELS["lda"].module)
+    assert lda_sharding is MODELS["lda"].module.SHARDING
     assert lda_sharding.fields == {"z": "tokens", "doc_topic": "docs"}
     assert lda_sharding.permuted == {"z": "order"}
+    assert lda_sharding.replicated == ("alpha", "beta")
+    assert lda_sharding.inits == ("random",) and lda_sharding.summed_sizes == ("count_bound",)
+    assert base.sharding(MODELS["dpmm"].module) is base.sharding(MODELS["dmm"].module)
+    import types
+    assert base.sharding(types.ModuleType("unshardable")) is None
 
 
 def test_check_module_names_what_is_missing():
@@ -37,5 +43,7 @@ def test_check_module_names_what_is_missing():
     from jaxtopics.models import lda
     broken = types.ModuleType("broken")
     broken.__dict__.update({k: getattr(lda, k) for k in dir(lda) if not k.startswith("__")})
-    broken.SHARD_FIELDS = {"nonexistent": "tokens"}
-    assert any("SHARD_FIELDS names ['nonexistent']" in p for p in base.check_module(broken))
+    broken.SHARDING = lda.SHARDING._replace(fields={"nonexistent": "tokens"})
+    assert any("SHARDING.fields names ['nonexistent']" in p for p in base.check_module(broken))
+    broken.SHARDING = {"z": "tokens"}             # the settings, but not as a base.Sharding
+    assert any("not a base.Sharding" in p for p in base.check_module(broken))

@@ -3,8 +3,9 @@
 Every module in ``jaxtopics.models`` is a set of pure functions over NamedTuples (``Params``,
 ``State``, ``SweepInfo``) and satisfies :class:`ModelModule`; optional capabilities are their own
 protocols (:class:`Growable`, :class:`Carried`, :class:`Learning`, :class:`Shardable`,
-:class:`HeldOutPrior`, :class:`HeldOutExact`), and a module's sharding settings are read in one
-place, :func:`sharding`, into a :class:`Sharding` NamedTuple. ``check_module`` lists what a module
+:class:`HeldOutPrior`, :class:`HeldOutExact`), and a shardable module declares its sharding
+settings in one constant, ``SHARDING``, a :class:`Sharding` NamedTuple read through
+:func:`sharding`. ``check_module`` lists what a module
 lacks; ``tests/test_model_contract.py`` runs it over every registered model, so adding a model
 ("one module and a short estimator class") is checked by these types rather than by prose.
 The shape follows BlackJAX's ``base.py`` and optax's ``_src/base.py``.
@@ -73,10 +74,9 @@ class Learning(Protocol):
 @runtime_checkable
 class Shardable(Protocol):
     """A ``parallel`` kernel that runs sharded over devices (``jaxtopics.distributed``): ``sweep``
-    also takes ``axis_name=``; the settings are in :func:`sharding`."""
+    also takes ``axis_name=``; the settings are the module's ``SHARDING`` (:func:`sharding`)."""
 
-    SHARDABLE: bool
-    SHARD_FIELDS: Mapping[str, str]
+    SHARDING: Sharding
 
     def shard_sizes(self, data: Any, num_shards: int) -> Any: ...
     def pad_shard(self, data: Any, sizes: Any) -> Any: ...
@@ -119,16 +119,9 @@ class Sharding(NamedTuple):
 
 
 def sharding(module: ModuleType) -> Sharding | None:
-    """The module's sharding settings (its ``SHARD_*`` constants), or None when not shardable."""
-    if not getattr(module, "SHARDABLE", False):
-        return None
-    return Sharding(fields=dict(module.SHARD_FIELDS),
-                    index_fields=dict(getattr(module, "SHARD_INDEX_FIELDS", {})),
-                    replicated=tuple(getattr(module, "SHARD_REPLICATED", ())),
-                    max_fields=tuple(getattr(module, "SHARD_MAX_FIELDS", ())),
-                    permuted=dict(getattr(module, "SHARD_PERMUTED", {})),
-                    inits=getattr(module, "SHARD_INITS", None),
-                    summed_sizes=tuple(getattr(module, "SHARD_SUMMED_SIZES", ())))
+    """The module's sharding settings (its ``SHARDING`` constant), or None when not shardable
+    (a module is shardable exactly when it declares ``SHARDING``)."""
+    return getattr(module, "SHARDING", None)
 
 
 _CAPABILITIES = {"growable": Growable, "carried": Carried, "learning": Learning,
@@ -139,7 +132,7 @@ _CAPABILITIES = {"growable": Growable, "carried": Carried, "learning": Learning,
 def capabilities(module: ModuleType) -> frozenset[str]:
     """Names of the optional capabilities the module provides (keys of ``_CAPABILITIES``)."""
     return frozenset(name for name, proto in _CAPABILITIES.items() if isinstance(module, proto)
-                     and (name != "shardable" or getattr(module, "SHARDABLE", False)))
+                     and (name != "shardable" or sharding(module) is not None))
 
 
 def _parameters(fn: Any) -> list[str]:
@@ -165,19 +158,24 @@ def check_module(module: ModuleType) -> list[str]:
     shard = sharding(module)
     if shard is not None:
         if not isinstance(module, Shardable):
-            problems.append("SHARDABLE without shard_sizes / pad_shard / recount_shard")
+            problems.append("SHARDING without shard_sizes / pad_shard / recount_shard")
+        if not isinstance(shard, Sharding):
+            problems.append(f"SHARDING is a {type(shard).__name__}, not a base.Sharding")
+            return problems
         if "axis_name" not in inspect.signature(module.sweep).parameters:
-            problems.append("SHARDABLE, but sweep takes no axis_name")
+            problems.append("SHARDING, but sweep takes no axis_name")
         state_fields = set(module.State._fields)
-        for what, names in (("SHARD_FIELDS", shard.fields), ("SHARD_INDEX_FIELDS", shard.index_fields),
-                            ("SHARD_REPLICATED", shard.replicated), ("SHARD_MAX_FIELDS", shard.max_fields),
-                            ("SHARD_PERMUTED", shard.permuted)):
+        for what, names in (("SHARDING.fields", shard.fields),
+                            ("SHARDING.index_fields", shard.index_fields),
+                            ("SHARDING.replicated", shard.replicated),
+                            ("SHARDING.max_fields", shard.max_fields),
+                            ("SHARDING.permuted", shard.permuted)):
             unknown = set(names) - state_fields
             if unknown:
                 problems.append(f"{what} names {sorted(unknown)}, not State fields")
         bad_axes = set(shard.fields.values()) - {"tokens", "docs", "sentences"}
         if bad_axes:
-            problems.append(f"SHARD_FIELDS axes {sorted(bad_axes)} (tokens, docs or sentences)")
+            problems.append(f"SHARDING.fields axes {sorted(bad_axes)} (tokens, docs or sentences)")
     return problems
 
 

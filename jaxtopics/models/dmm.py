@@ -62,6 +62,7 @@ from ..ops import (
     sharded_sweep,
     strided_blocks,
 )
+from .base import Sharding
 
 __all__ = [
     "Params", "State", "Data", "SweepInfo", "SAMPLERS",
@@ -74,10 +75,9 @@ SAMPLERS = ("parallel", "sequential")
 #: the word-cluster table [V, K] must hold fewer cells than this (int32 flat indices; 8 GiB)
 MAX_TABLE_CELLS = 2**31 - 1
 #: ``jaxtopics.distributed`` can shard this model's ``parallel`` kernel over devices
-SHARDABLE = True
-#: per-shard State fields (along the shard's documents); cluster_docs, word_cluster and
-#: cluster_tokens are the global tables
-SHARD_FIELDS = {"z": "docs", "doc_items": "docs", "doc_counts": "docs"}
+#: (per-shard State fields along the shard's documents; cluster_docs, word_cluster and
+#: cluster_tokens are the global tables)
+SHARDING = Sharding(fields={"z": "docs", "doc_items": "docs", "doc_counts": "docs"})
 
 
 #: ``SweepInfo.changed`` counts documents (the trace divides it by the number of documents)

@@ -79,12 +79,10 @@ from .dmm import (
     prepare_layout,
     state_from_assignments,
 )
-from .dmm import (SHARD_FIELDS, check_shard_params, pad_shard, recount_shard,  # noqa: F401
-                  shard_sizes, state_tokens)
-
 #: ``jaxtopics.distributed`` can shard this model's ``parallel`` kernel over devices (the hooks
-#: are DMM's: the same layout and state)
-SHARDABLE = True
+#: and ``SHARDING`` are DMM's: the same layout and state)
+from .dmm import (SHARDING, check_shard_params, pad_shard, recount_shard,  # noqa: F401
+                  shard_sizes, state_tokens)
 
 __all__ = [
     "Params", "State", "Data", "SweepInfo", "SAMPLERS",

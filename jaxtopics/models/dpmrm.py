@@ -49,7 +49,7 @@ step) then its tables (label-and-topic step):
 
 Sharded (``jaxtopics.distributed``: ``sweep(..., axis_name=)``, the ``parallel`` kernel only):
 every device holds a contiguous range of documents with their latents and per-document tables
-(``SHARD_FIELDS``: token tables, table sizes, table topics, m_jk, label ids) and a copy of the
+(``SHARDING.fields``: token tables, table sizes, table topics, m_jk, label ids) and a copy of the
 global tables (word-topic n_klw, topic totals n_kl, m_kl, m_k, slot owners). The devices visit
 their blocks in step; each runs its documents of block b as above, then the block's moves are
 exchanged (``ops.exchange``: the documents' count changes of every topic slot, private topics
@@ -110,6 +110,7 @@ from ..ops import (
     shard_sum,
     strided_blocks,
 )
+from .base import Sharding
 
 __all__ = [
     "Params", "State", "Data", "SweepInfo", "SAMPLERS",
@@ -121,16 +122,17 @@ __all__ = [
 
 SAMPLERS = ("parallel", "sequential")
 #: ``jaxtopics.distributed`` can shard this model's ``parallel`` kernel over devices
-SHARDABLE = True
-#: per-shard State fields and the axis of a shard's layout they run along; topic_label,
-#: topic_tables, label_tables, word_topic and topic are the global tables
-SHARD_FIELDS = {"table": "tokens", "token_doc": "tokens", "dish": "docs", "table_size": "docs",
-                "doc_label_tables": "docs", "doc_labels": "docs"}
-#: token_doc holds positions along the documents
-SHARD_INDEX_FIELDS = {"token_doc": "docs"}
-#: the owner label of a slot is no count: a shard's part is the label where its tables use the
-#: slot, 0 elsewhere, and the shards' parts combine by their largest value (not their sum)
-SHARD_MAX_FIELDS = ("topic_label",)
+SHARDING = Sharding(
+    # per-shard State fields and the axis of a shard's layout they run along; topic_label,
+    # topic_tables, label_tables, word_topic and topic are the global tables
+    fields={"table": "tokens", "token_doc": "tokens", "dish": "docs", "table_size": "docs",
+            "doc_label_tables": "docs", "doc_labels": "docs"},
+    # token_doc holds positions along the documents
+    index_fields={"token_doc": "docs"},
+    # the owner label of a slot is no count: a shard's part is the label where its tables use
+    # the slot, 0 elsewhere, and the shards' parts combine by their largest value (not their sum)
+    max_fields=("topic_label",),
+)
 #: ``log_joint`` reads the state only (``data`` may be None)
 LOG_JOINT_USES_DATA = False
 
@@ -873,7 +875,7 @@ def pad_shard(data: Data, sizes: dict[str, int]) -> Data:
 def recount_shard(state: State, data: Data, params: Params, sizes: dict) -> State:
     """A shard's tables recounted from its latents, padding tokens (>= sizes["tokens"]) counted
     nowhere; its topic_label is the owner of the slots its own tables use (0 elsewhere:
-    ``SHARD_MAX_FIELDS``)."""
+    ``SHARDING.max_fields``)."""
     real = jnp.arange(data.word.shape[0]) < sizes["tokens"]
     return state_from_assignments(jnp.where(real, state.table, 0), state.dish, state.topic_label,
                                   data, real)

@@ -48,7 +48,7 @@ Gamma(prior_shape, prior_rate) priors).
 
 Sharded sweeps (``jaxtopics.distributed``, ``fit(..., devices=P)``; the ``parallel`` kernel):
 documents are split over P devices; t, z, table_count and table_topic are per shard
-(``SHARD_FIELDS``), word_topic, topic, topic_tables, alpha and gamma global and equal on every
+(``SHARDING.fields``), word_topic, topic, topic_tables, alpha and gamma global and equal on every
 shard. A sweep is the one-device parallel sweep whose table block b (dish batch (r, g)) is the
 union of the shards' blocks b (batches (r, g)): each shard draws its tokens (tables) against
 the counts at the block's start, the word-topic / topic moves are exchanged (``ops.exchange``)
@@ -98,6 +98,7 @@ from ..ops import (
     strided_blocks,
     uniform_index,
 )
+from .base import Sharding
 
 __all__ = [
     "Params", "State", "Data", "SweepInfo", "SAMPLERS",
@@ -112,9 +113,10 @@ _SCANS = 2           # intermediate restricted Gibbs scans of a split-merge laun
 _F32 = jnp.float32
 
 # sharding hooks (``jaxtopics.distributed``; module docstring, "Sharded sweeps")
-SHARDABLE = True
-SHARD_FIELDS = {"t": "tokens", "z": "tokens", "table_count": "docs", "table_topic": "docs"}
-SHARD_REPLICATED = ("alpha", "gamma")      # global, but settings: never summed over shards
+SHARDING = Sharding(
+    fields={"t": "tokens", "z": "tokens", "table_count": "docs", "table_topic": "docs"},
+    replicated=("alpha", "gamma"),      # global, but settings: never summed over shards
+)
 
 
 class Params(NamedTuple):
@@ -1325,7 +1327,7 @@ def pad_shard(data: Data, sizes: dict[str, int]) -> Data:
 def recount_shard(state: State, data: Data, params: Params, sizes: dict) -> State:
     """A shard's tables recounted from its seating (`rebuild`; padding tokens, which follow the
     ``sizes["tokens"]`` real ones, counted nowhere); word_topic, topic and topic_tables are this
-    shard's part of the global tables, alpha and gamma the chain's (``SHARD_REPLICATED``)."""
+    shard's part of the global tables, alpha and gamma the chain's (``SHARDING.replicated``)."""
     return rebuild(state, data, params)
 
 

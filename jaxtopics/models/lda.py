@@ -68,6 +68,7 @@ from ..ops import (
     table_cells,
     to_strided,
 )
+from .base import Sharding
 
 __all__ = [
     "Params", "State", "Data", "SweepInfo", "SAMPLERS",
@@ -79,17 +80,21 @@ __all__ = [
 
 SAMPLERS = ("parallel", "sequential", "uncollapsed")
 #: ``jaxtopics.distributed`` can shard this model's ``parallel`` kernel over devices
-SHARDABLE = True
-#: per-shard State fields and the axis each runs along; word_topic and topic are global
-SHARD_FIELDS = {"z": "tokens", "doc_topic": "docs"}
-#: a shard laid out for word rotation holds z in that layout ([B, C], ``Data.order``): no sweep
-#: or chunk of sweeps converts it, and ``Data.order`` stays on the host
-SHARD_PERMUTED = {"z": "order"}
-#: the ``init`` settings ``distributed.init`` supports (the facade shards any initial state)
-SHARD_INITS = ("random",)
-#: ``shard_sizes`` entries that ``jaxtopics.distributed`` sums over the shards (bounds of global
-#: quantities): a word's count in the whole corpus is at most the sum of the shards' largest
-SHARD_SUMMED_SIZES = ("count_bound",)
+SHARDING = Sharding(
+    # per-shard State fields and the axis each runs along; word_topic and topic are global
+    fields={"z": "tokens", "doc_topic": "docs"},
+    # global State fields that are settings, equal on every shard (never summed over shards)
+    replicated=("alpha", "beta"),
+    # a shard laid out for word rotation holds z in that layout ([B, C], ``Data.order``): no
+    # sweep or chunk of sweeps converts it, and ``Data.order`` stays on the host
+    permuted={"z": "order"},
+    # the ``init`` settings ``distributed.init`` supports (the facade shards any initial state)
+    inits=("random",),
+    # ``shard_sizes`` entries that ``jaxtopics.distributed`` sums over the shards (bounds of
+    # global quantities): a word's count in the whole corpus is at most the sum of the shards'
+    # largest
+    summed_sizes=("count_bound",),
+)
 #: parameters added after model files of format 2 were written, with the value older files ran
 #: with (not today's default); every other parameter must be in a model file
 PARAMS_ADDED_LATER = {"sync_every": 1, "exchange": "moves", "optimize_alpha": None,
@@ -99,8 +104,6 @@ PARAMS_ADDED_LATER = {"sync_every": 1, "exchange": "moves", "optimize_alpha": No
 #: the value the chain had (learned priors: the fixed ones it ran with)
 STATE_ADDED_LATER = {"alpha": lambda params: initial_priors(params)[0],
                      "beta": lambda params: initial_priors(params)[1]}
-#: global State fields that are settings, equal on every shard (never summed over shards)
-SHARD_REPLICATED = ("alpha", "beta")
 #: ``Params.optimize_alpha``: None (alpha fixed), or learned as one value or one per topic
 OPTIMIZE_ALPHA = (None, "symmetric", "asymmetric")
 LOG_JOINT_USES_DATA = False
@@ -941,7 +944,7 @@ def check_shard_params(params: Params) -> None:
 
 def shard_sizes(data: Data, num_shards: int) -> dict[str, int]:
     """The sizes of a shard's layout: tokens, documents, the block layout's width, the bound
-    on its count cells (summed over the shards: ``SHARD_SUMMED_SIZES``) and, for word rotation
+    on its count cells (summed over the shards: ``SHARDING.summed_sizes``) and, for word rotation
     over `num_shards` > 1 shards (``Data.rotate_words``), the word groups and the width of the
     widest group's blocks."""
     n, d, v = _sizes(data)

@@ -66,6 +66,7 @@ from ..ops import (
     strided_blocks,
     token_log_predictive,
 )
+from .base import Sharding
 
 __all__ = [
     "Params", "State", "Data", "SweepInfo", "SAMPLERS",
@@ -75,10 +76,9 @@ __all__ = [
 
 SAMPLERS = ("parallel", "sequential")
 #: ``jaxtopics.distributed`` can shard this model's ``parallel`` kernel over devices
-SHARDABLE = True
-#: per-shard State fields and their axis; pseudo_topic, pseudo_docs, word_topic and topic are
-#: global (a pseudo-document's documents may live on any shard)
-SHARD_FIELDS = {"z": "tokens", "pseudo": "docs", "doc_topic": "docs"}
+#: (per-shard State fields and their axis; pseudo_topic, pseudo_docs, word_topic and topic are
+#: global: a pseudo-document's documents may live on any shard)
+SHARDING = Sharding(fields={"z": "tokens", "pseudo": "docs", "doc_topic": "docs"})
 
 # float32 must hold a concentration and its products with K, P, V without under/overflow
 _MIN_CONC, _MAX_CONC = 1e-30, 1e30

@@ -75,6 +75,7 @@ from ..ops import (
     sharded_sweep,
     strided_blocks,
 )
+from .base import Sharding
 
 __all__ = [
     "Params", "State", "Data", "SweepInfo", "SAMPLERS",
@@ -84,11 +85,12 @@ __all__ = [
 
 SAMPLERS = ("parallel", "sequential")
 #: ``jaxtopics.distributed`` can shard this model's ``parallel`` kernel over devices
-SHARDABLE = True
-#: per-shard State fields and their axis (word_topic and topic are the global tables);
-#: token_sentence holds positions along the sentences
-SHARD_FIELDS = {"z": "sentences", "doc_topic": "docs", "token_sentence": "tokens"}
-SHARD_INDEX_FIELDS = {"token_sentence": "sentences"}
+SHARDING = Sharding(
+    # per-shard State fields and their axis (word_topic and topic are the global tables)
+    fields={"z": "sentences", "doc_topic": "docs", "token_sentence": "tokens"},
+    # token_sentence holds positions along the sentences
+    index_fields={"token_sentence": "sentences"},
+)
 #: Params fields newer than some model files, with the value those files ran with
 PARAMS_ADDED_LATER = {"split_merge_steps": 0}
 
