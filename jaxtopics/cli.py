@@ -609,8 +609,8 @@ def _evaluate_held_out(model, args: argparse.Namespace) -> int:
     total = float(np.sum(ll))
     perplexity = float(np.exp(-total / scored))      # FittedModel.perplexity's formula, bitwise
     shown = {"left_to_right": "Wallach et al. 2009, algorithm 3",
-             "completion": "document completion: theta folded in from each document's first "
-                           "half, its second half scored",
+             "completion": "document completion: theta folded in from a seeded random "
+                           "half of each document's tokens, the other half scored",
              "exact": "exact: the sum over the clusters",
              "corrected_theta": "DP-MRM's corrected theta"}.get(method, method)
     given = ", ".join(f"{flag} {options[key]}" for flag, key in
@@ -686,7 +686,8 @@ def _add_new_docs_commands(sub) -> None:
                     "a header row 'doc,topic_0,...,topic_{K-1}', then one row per document of "
                     "the input, in order: its index (from 0) and its K proportions, which sum to "
                     "1 (for dmm and dpmm, the clusters' probabilities). A document with no word "
-                    "the model knows gets the prior mean.")
+                    "the model knows gets the prior mean; an input none of whose documents has "
+                    "one is refused (most likely the wrong file or vocabulary).")
     _add_new_docs_input(infer, "--input", "-i", what="new documents")
     infer.add_argument("--out", "-o", required=True, help="the CSV file to write (whole or not at "
                                                            "all: a temporary file, then renamed)")
@@ -703,8 +704,8 @@ def _add_new_docs_commands(sub) -> None:
     _add_new_docs_input(evaluate, "--held-out", what="held-out documents")
     evaluate.add_argument("--method", default=None,
                           help="left_to_right (Wallach et al. 2009; the default of lda, slda, "
-                               "ptm, hdp), completion (theta folded in from each document's first "
-                               "half, the second half scored), exact (dmm, dpmm: their default), "
+                               "ptm, hdp), completion (theta folded in from a seeded random half of "
+                               "each document's tokens, the other half scored), exact (dmm, dpmm: their default), "
                                "corrected_theta (dpmrm: its default)")
     evaluate.add_argument("--particles", type=int, default=None,
                           help="left_to_right: particles per document (default 10)")
@@ -778,6 +779,10 @@ def _compare_k(args: argparse.Namespace) -> int:
     held_out = 0.1 if args.held_out_fraction is None else args.held_out_fraction
     if args.held_out is not None:        # read as --input is: the same --format, --vocab, ...
         held_out = _read_corpus(argparse.Namespace(**{**vars(args), "input": args.held_out}))
+        import numpy as np
+        if not set(held_out.vocab[i] for i in np.unique(held_out.word_ids)) & set(corpus.vocab):
+            raise JaxTopicsError(f"--held-out {args.held_out}: none of its tokens is a word of "
+                                 f"--input {args.input}, so no fit could score it")
     print = _print_while_read                                                  # noqa: A001
     print(f"corpus: {args.input}: {corpus.num_docs} documents, {corpus.num_tokens} tokens, "
           f"{corpus.num_words} distinct words")
@@ -801,14 +806,14 @@ def _compare_k(args: argparse.Namespace) -> int:
     return 0
 
 
-def _int_list(low: int, what: str):
-    """An argparse type: comma-separated distinct integers >= `low` (e.g. 5,10,20)."""
+def _int_list(low: int | None, what: str):
+    """An argparse type: comma-separated distinct integers >= `low` (None: any; e.g. 5,10,20)."""
     def parse(text: str) -> list[int]:
         try:
             values = [int(part) for part in text.split(",")]
         except ValueError:
             values = []
-        if not values or min(values) < low:
+        if not values or (low is not None and min(values) < low):
             raise argparse.ArgumentTypeError(f"must be comma-separated {what} (e.g. 5,10,20), "
                                              f"got {text!r}")
         twice = sorted({v for v in values if values.count(v) > 1})
@@ -837,9 +842,8 @@ def _add_compare_k_command(sub) -> None:
                         f"infer their K")
     p.add_argument("--ks", type=_int_list(1, "positive integers"), required=True,
                    help="the numbers of topics (dmm: clusters) to compare, e.g. 5,10,20")
-    p.add_argument("--seeds", type=_int_list(0, "integers >= 0"), default=[0, 1, 2],
-                   help="the seeds of each K's fits (default 0,1,2; the first also seeds the "
-                        "held-out split)")
+    p.add_argument("--seeds", type=_int_list(None, "integers"), default=[0, 1, 2],
+                   help="the seeds of each K's fits (default 0,1,2; any integers, as --seed)")
     p.add_argument("--sweeps", type=int, default=200, help="sweeps of each fit (default 200)")
     held = p.add_mutually_exclusive_group()
     held.add_argument("--held-out", default=None, metavar="FILE",

@@ -29,9 +29,11 @@ Methods:
 * ``"exact"`` (DMM, DPMM: one cluster per document): the sum over clusters of the Polya
   predictive, supplied by the module (``held_out_exact``).
 
-Everything is in log space, vectorised over documents and particles, seeded (document d uses
-``fold_in(key, d)``: the value of a document does not depend on which others are scored with
-it), and bitwise reproducible.
+Everything is in log space, vectorised over documents and particles, seeded and bitwise
+reproducible. Left-to-right and exact values of a document do not depend on the others scored
+with it (document d uses ``fold_in(key, d)``; its completion split is its own too); completion
+and DP-MRM's corrected theta fold theta in for the documents together (the models' ``fold_in``,
+as ``transform``), so those values move with the batch by the fold-in's sampling noise.
 """
 
 from __future__ import annotations
@@ -201,14 +203,17 @@ def left_to_right(key: Array, pieces: HeldOutPrior, word_ids: np.ndarray, doc_of
 def split_halves(corpus: Corpus, seed: Any = 0) -> tuple[Corpus, Corpus]:
     """(observed halves, scored halves) of every document: a seeded random floor(N_d / 2) of
     its tokens, and the rest, each kept in document order (a sentence's tokens in a half stay
-    one sentence; `seed`: numpy's ``default_rng`` seed). Random, not the first half: bag-of-words files (LDA-C, UCI) store a
-    document's tokens sorted by word id, often by frequency, so a positional split would fold
-    in from the frequent words and score the rare ones."""
+    one sentence). Document d's split comes from numpy's ``default_rng([*seed, d])`` alone, so
+    it does not depend on the other documents. Random, not the first half: bag-of-words files
+    (LDA-C, UCI) store a document's tokens sorted by word id, often by frequency, so a
+    positional split would fold in from the frequent words and score the rare ones."""
     offsets = np.asarray(corpus.doc_offsets, np.int64)
     lengths = np.diff(offsets)
     n = int(offsets[-1])
     doc = np.repeat(np.arange(lengths.shape[0]), lengths)
-    keys = np.random.default_rng(seed).random(n)
+    base = [int(x) for x in np.atleast_1d(seed)]
+    keys = np.concatenate([np.random.default_rng(base + [d]).random(int(m))
+                           for d, m in enumerate(lengths)] or [np.zeros(0)])
     order = np.lexsort((keys, doc))                       # each document's tokens, shuffled
     rank = np.empty(n, np.int64)
     rank[order] = np.arange(n) - offsets[doc[order]]

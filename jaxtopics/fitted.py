@@ -483,8 +483,8 @@ class FittedModel:
 
         `docs`: a Corpus or raw texts, matched to the model's vocabulary by word as in
         ``transform``. `method`: "left_to_right" (Wallach et al. 2009; the default of the token
-        and sentence models), "completion" (theta folded in from each document's first half,
-        the second half scored), "exact" (DMM, DPMM: the sum over clusters, their default),
+        and sentence models), "completion" (theta folded in from a seeded random half of each
+        document's tokens, the other half scored), "exact" (DMM, DPMM: the sum over clusters, their default),
         "corrected_theta" (DP-MRM's own, its default). Options: ``num_particles=10``
         (left-to-right), ``num_sweeps=50`` (fold-in). See ``jaxtopics.evaluation``.
 

@@ -2,7 +2,7 @@
 held-out documents (``jaxtopics.evaluation``) and topic coherence (``jaxtopics.coherence``).
 
 ``compare_num_topics(jt.LDA, corpus, [5, 10, 20, 40])`` holds out a seeded 10 % of the
-documents (or takes `held_out`, a Corpus), fits every (K, seed) on the rest, and returns a
+documents (split seed 0: the same documents for every K and seed; or takes `held_out`, a Corpus), fits every (K, seed) on the rest, and returns a
 ``NumTopicsReport``: one row per K with the mean and standard deviation over seeds of the
 held-out perplexity and of the mean topic coherence on the training documents; ``print(report)``
 shows it as a table and ``report.best`` is the K of lowest mean perplexity.
@@ -10,6 +10,7 @@ shows it as a table and ``report.best`` is the K of lowest mean perplexity.
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from typing import Any, NamedTuple, Sequence
 
@@ -17,7 +18,7 @@ import numpy as np
 
 from .corpus import Corpus
 from .errors import CorpusError, ParameterError, UnknownWordsWarning
-from .validate import check_int, check_positive_int
+from .validate import check_int, check_positive_int, check_seed
 
 __all__ = ["NumTopicsRow", "NumTopicsReport", "compare_num_topics", "split_documents"]
 
@@ -93,19 +94,37 @@ def compare_num_topics(estimator: Any, corpus: Corpus, num_topics: Sequence[int]
         report = jt.compare_num_topics(jt.LDA, corpus, [5, 10, 20], seeds=(0, 1))
         print(report); report.best
     """
+    from .coherence import check_measure
+    from .evaluation import methods_of
+
     ks = [check_positive_int(k, "num_topics") for k in num_topics]
     if not ks:
         raise ParameterError("num_topics must list at least one K")
-    seeds = [check_int(s, "seed", low=0) for s in seeds]
+    seeds = [check_seed(s) for s in seeds]
     if not seeds:
         raise ParameterError("seeds must list at least one seed")
+    if not (isinstance(estimator, type) and hasattr(estimator, "module")):
+        raise ParameterError(f"estimator must be an estimator class such as jt.LDA, got "
+                             f"{estimator!r}"[:200])
+    size_arg = "num_clusters" if getattr(estimator, "name", "") == "dmm" else "num_topics"
+    if size_arg not in inspect.signature(estimator.__init__).parameters:
+        raise ParameterError(f"{estimator.__name__} infers its number of topics or clusters from "
+                             f"the data: compare_num_topics compares models of a given K "
+                             f"(LDA, SentenceLDA, PTM, DMM)")
+    if method is not None and method not in methods_of(estimator.module):
+        raise ParameterError(f"method must be one of {methods_of(estimator.module)} for "
+                             f"{estimator.__name__}, got {method!r}")
+    if coherence:
+        check_measure(coherence, "default")
     if not isinstance(corpus, Corpus):
         raise CorpusError(f"compare_num_topics expects a jaxtopics.Corpus, got {type(corpus).__name__}")
     if isinstance(held_out, Corpus):
         train, held = corpus, held_out
     else:
-        train, held = split_documents(corpus, held_out, seeds[0])
-    size_arg = "num_clusters" if getattr(estimator, "name", "") == "dmm" else "num_topics"
+        train, held = split_documents(corpus, held_out, 0)
+    if not set(held.vocab[i] for i in np.unique(held.word_ids)) & set(train.vocab):
+        raise CorpusError("held_out: no token of the held-out documents is a word of the "
+                          "training documents")
     rows, used = [], None
     for k in ks:
         ppl, coh = [], []

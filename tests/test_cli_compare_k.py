@@ -63,7 +63,7 @@ def test_compare_k_held_out_file_without_coherence(tmp_path):
     ((), ["the following arguments are required: --ks"]),
     (("--ks", "0"), ["argument --ks", "'0'"]),
     (("--ks", "2,x"), ["argument --ks", "'2,x'"]),
-    (("--ks", "2", "--seeds", "-1"), ["argument --seeds"]),
+    (("--ks", "2", "--seeds", "1,x"), ["argument --seeds"]),
     (("--ks", "2", "--model", "hdp"), ["--model hdp infers its K", "lda"]),
     (("--ks", "2", "--model", "dpmrm"), ["--model dpmrm infers its K"]),
     (("--ks", "2", "--held-out-fraction", "1.5"), ["--held-out-fraction must be in (0, 1)"]),

@@ -214,3 +214,20 @@ def test_the_readme_block_runs():
         warnings.simplefilter("ignore", jt.UnknownWordsWarning)
         exec(compile(code, "README.md:Evaluating", "exec"), env)
     assert env["ll"].shape == (2,) and np.all(env["ll"] < 0)
+
+
+def test_a_completion_split_is_the_documents_own(split):
+    """Review: the split of document d was drawn from one stream over all documents, so it
+    moved with the lengths of the documents before it; now document d's split depends only on
+    the seed and d (as its left-to-right key does)."""
+    from jaxtopics.evaluation import split_halves
+
+    _, held = split
+    docs = _texts(held)
+
+    def observed_of_second(first_doc):
+        halves = split_halves(jt.Corpus.from_token_lists([first_doc, docs[3]]), seed=[7, 0])[0]
+        return [halves.vocab[i] for i in halves.word_ids[halves.doc_offsets[1]:]]
+
+    short, long = observed_of_second(docs[0][:1]), observed_of_second(docs[0] * 5)
+    assert len(short) == len(docs[3]) // 2 and short == long

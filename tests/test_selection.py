@@ -47,3 +47,20 @@ def test_bad_input():
         jt.compare_num_topics(jt.LDA, corpus, [2], held_out=1.5)
     with pytest.raises(CorpusError, match="at least 2"):
         split_documents(jt.Corpus.from_token_lists([["a"]]))
+
+
+def test_bad_settings_are_refused_before_any_fit():
+    corpus = jt.Corpus.from_token_lists([["a", "b"], ["b", "c"], ["c", "a"], ["a", "c"]])
+    with pytest.raises(ParameterError, match="method must be one of"):
+        jt.compare_num_topics(jt.LDA, corpus, [2], method="bogus", num_sweeps=100000)
+    with pytest.raises(ParameterError, match="measure"):
+        jt.compare_num_topics(jt.LDA, corpus, [2], coherence="bogus", num_sweeps=100000)
+    with pytest.raises(ParameterError, match="HDP infers its number of topics"):
+        jt.compare_num_topics(jt.HDP, corpus, [2])
+    with pytest.raises(ParameterError, match="estimator class"):
+        jt.compare_num_topics(jt.LDA(2), corpus, [2])
+    unknown = jt.Corpus.from_token_lists([["zzz"]])
+    with pytest.raises(CorpusError, match="no token of the held-out documents"):
+        jt.compare_num_topics(jt.LDA, corpus, [2], held_out=unknown, num_sweeps=100000)
+    report = jt.compare_num_topics(jt.LDA, corpus, [2], seeds=(-1,), num_sweeps=2, coherence=None)
+    assert report.rows[0].per_seed_perplexity and np.isfinite(report.rows[0].perplexity)
