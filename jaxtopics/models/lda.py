@@ -58,13 +58,11 @@ from ..ops import (
     log_dirichlet,
     mh_accept,
     move_counts,
-    pad_array,
     propose_from_members,
     rotate,
     round_up,
     row_group,
     sharded_sweep,
-    strided_width,
     table_cells,
     to_strided,
 )
@@ -930,88 +928,6 @@ def learn(state: State, data: Data, params: Params, t: Array,
     return state._replace(alpha=alpha, beta=beta)
 
 
-# --------------------------------------------------------------------------------------------
-# sharding hooks (``jaxtopics.distributed``)
-
-
-def check_shard_params(params: Params) -> None:
-    """Sharded sweeps run the parallel kernel with exact draws: MH proposals would draw from a
-    shard's own tokens, not from the whole corpus."""
-    if params.sampler != "parallel" or params.mh_steps != 0:
-        raise ParameterError("sharded sweeps (devices > 1) run the 'parallel' kernel with exact draws "
-                             f"(mh_steps=0), got sampler={params.sampler!r}, mh_steps={params.mh_steps}")
-
-
-def shard_sizes(data: Data, num_shards: int) -> dict[str, int]:
-    """The sizes of a shard's layout: tokens, documents, the block layout's width, the bound
-    on its count cells (summed over the shards: ``SHARDING.summed_sizes``) and, for word rotation
-    over `num_shards` > 1 shards (``Data.rotate_words``), the word groups and the width of the
-    widest group's blocks."""
-    n, d, v = _sizes(data)
-    sizes = {"tokens": n, "docs": d, "block_width": data.word.shape[1],
-             "count_bound": data.count_bound, "word_groups": 1, "group_width": 0}
-    if data.rotate_words and num_shards > 1:
-        word = np.asarray(from_strided(np.asarray(data.word), n))
-        per = group_rows(data.word.shape[0], num_shards)          # blocks per word group
-        sizes["word_groups"] = num_shards
-        sizes["group_width"] = strided_width(
-            int(np.bincount(word % num_shards, minlength=num_shards).max()), per)
-    return sizes
-
-
-def pad_shard(data: Data, sizes: dict[str, int]) -> Data:
-    """A shard's Data padded to ``sizes`` (tokens, docs, block_width): padding tokens (n..n_max-1)
-    and the slots past them hold word V (no token), padding documents are empty. Sharded sweeps
-    draw exactly, so the MH index is not carried."""
-    if sizes["word_groups"] > 1:
-        return _rotation_layout(data, sizes)
-    n_max, d_max, width = sizes["tokens"], sizes["docs"], sizes["block_width"]
-    b, v = data.word.shape[0], data.word_start.shape[0]
-    return Data(word=pad_array(data.word, (b, width), fill=v), doc=pad_array(data.doc, (b, width)),
-                doc_start=pad_array(data.doc_start, (d_max,)), doc_len=pad_array(data.doc_len, (d_max,)),
-                word_start=np.asarray(data.word_start), word_len=np.asarray(data.word_len),
-                word_members=None, word_rank=None, num_tokens=n_max,
-                count_bound=sizes["count_bound"])
-
-
-def _rotation_layout(data: Data, sizes: dict[str, int]) -> Data:
-    """A shard's Data laid out for word rotation (see ``Data.word_groups``), padded to `sizes`:
-    the tokens of word group q (word mod G = q), in corpus order, dealt round-robin into the
-    blocks q P' .. (q+1) P' - 1."""
-    groups, n_max, width = sizes["word_groups"], sizes["tokens"], sizes["group_width"]
-    n, v = data.num_tokens, data.word_start.shape[0]
-    per = group_rows(data.word.shape[0], groups)                  # blocks per word group
-    word = from_strided(np.asarray(data.word), n)
-    doc = from_strided(np.asarray(data.doc), n)
-    tokens = [np.flatnonzero(word % groups == q).astype(np.int32) for q in range(groups)]
-
-    def laid_out(values, fill):
-        return np.concatenate([to_strided(values(t), per, fill=fill, width=width) for t in tokens])
-    return Data(word=laid_out(lambda t: word[t] // groups, group_rows(v, groups)),
-                doc=laid_out(lambda t: doc[t], 0), order=laid_out(lambda t: t, n_max),
-                doc_start=pad_array(data.doc_start, (sizes["docs"],)),
-                doc_len=pad_array(data.doc_len, (sizes["docs"],)),
-                word_start=np.asarray(data.word_start), word_len=np.asarray(data.word_len),
-                word_members=None, word_rank=None, num_tokens=n_max,
-                count_bound=sizes["count_bound"], word_groups=groups, rotate_words=True)
-
-
-def recount_shard(state: State, data: Data, params: Params, sizes: dict) -> State:
-    """A shard's tables recounted from z, padding tokens (slots >= sizes["tokens"]) set to 0 and
-    counted nowhere (a word-rotation layout holds no padding tokens); word_topic and topic are
-    this shard's part of the global tables."""
-    if data.word_groups > 1:
-        new = state_from_assignments(state.z, data, params)
-    else:
-        real = jnp.arange(data.num_tokens) < sizes["tokens"]
-        new = state_from_assignments(jnp.where(real, state.z[:-1], 0), data, params)
-    return new._replace(alpha=state.alpha, beta=state.beta)
-
-
-# --------------------------------------------------------------------------------------------
-# read-outs
-
-
 def log_joint(state: State, data: Data, params: Params) -> Array:
     """Collapsed log p(w, z) = sum_d log DirMult(n_d. | alpha) + sum_k log DirMult(n_k. | beta).
 
@@ -1049,60 +965,8 @@ def assignments(state: State) -> Array:
     return state.z[:-1]
 
 
-def fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps: int = 50) -> Array:
-    """theta [D_new, K] for unseen documents, topics held fixed at the fitted phi.
-
-    Blocked Gibbs on the new documents' topics with p(z_i = k) ∝ (n_dk^-i + alpha) phi_kw; theta
-    is averaged over the second half of the sweeps (the first half is burn-in).
-    """
-    num_sweeps = check_positive_int(num_sweeps, "fold_in: num_sweeps")
-    valid = _valid(new_data)
-    largest = int(jnp.max(jnp.where(valid, new_data.word, 0))) if _sizes(new_data)[0] > 0 else -1
-    if largest >= state.word_topic.shape[0]:
-        raise ParameterError("fold_in: new documents use word ids outside the fitted vocabulary")
-    return _fold_in_sweeps(key, state, new_data, params, num_sweeps)
-
-
-@partial(jax.jit, static_argnums=(3, 4))
-def _fold_in_sweeps(key: Array, state: State, new_data: Data, params: Params,
-                    num_sweeps: int) -> Array:
-    """`fold_in`'s sweeps, one compiled program per shape (a transform in a loop compiles once)."""
-    n, d, v = _sizes(new_data)
-    k = params.num_topics
-    valid = _valid(new_data)
-    alpha, _ = _priors(state, params)
-    alpha_total = k * alpha if jnp.ndim(alpha) == 0 else alpha.sum()
-    phi_vk = estimate(state, params)["phi"].T                               # [V, K]
-    z0 = jax.random.randint(jax.random.fold_in(key, 0), (n,), 0, k)
-    doc, _, counted = _token_arrays(new_data)
-    ndk = count_table((d, k), doc, z0, weights=counted)
-    # each token is in one block, so its topic when its block comes is its topic at the sweep's
-    # start: z is carried in block layout and each sweep's new topics replace it at once
-    z0 = jnp.where(valid, to_strided(z0, valid.shape[0], width=valid.shape[1]), 0)
-
-    def one_sweep(carry, t):
-        z, ndk, acc = carry
-        skey = jax.random.fold_in(key, t + 1)
-
-        def block(ndk, xs):
-            valid, doc, word, old, b = xs
-            u = jax.random.uniform(jax.random.fold_in(skey, b), doc.shape)
-
-            def draw(c):
-                uc, dc, wc, oc = c
-                own = jax.nn.one_hot(oc, k, dtype=jnp.int32)
-                return categorical(uc, ((ndk[dc] - own) + alpha) * phi_vk[wc])
-
-            new = chunked_map(draw, (u, doc, word, old), params.chunk_size)
-            new = jnp.where(valid, new, 0)
-            return move_counts(ndk, doc, old, new, valid.astype(jnp.int32)), new
-
-        ndk, z = jax.lax.scan(block, ndk, (valid, new_data.doc, new_data.word, z,
-                                           jnp.arange(valid.shape[0])))
-        keep = (t >= num_sweeps // 2).astype(jnp.float32)
-        theta = (ndk + alpha) / (ndk.sum(1, keepdims=True) + alpha_total)
-        return (z, ndk, acc + keep * theta), None
-
-    (_, _, acc), _ = jax.lax.scan(one_sweep, (z0, ndk, jnp.zeros((d, k), jnp.float32)),
-                                  jnp.arange(num_sweeps))
-    return acc / (num_sweeps - num_sweeps // 2)
+# the sharding hooks live in lda_shards.py (one concept per module); a module of the model
+# contract provides them, so they are re-exported here
+from .lda_shards import check_shard_params, pad_shard, recount_shard, shard_sizes  # noqa: E402,F401
+# fold-in of unseen documents (lda_fold_in.py), part of the contract too
+from .lda_fold_in import fold_in  # noqa: E402,F401
