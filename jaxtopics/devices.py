@@ -2,8 +2,8 @@
 an integer, ``"auto"`` or None) and the two guards every entry point of a multi-process run
 passes through (``_require_same_settings``: every process was given the same settings;
 ``_on_every_process``: an error on one process ends them all). The facade's side of
-``jaxtopics.distributed``, which is imported only when a run needs it (in one process, a fit
-on the default device never loads it for these checks).
+``jaxtopics.processes`` and ``jaxtopics.distributed``, which are imported only when a run needs
+them (in one process, a fit on the default device never loads them for these checks).
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ def resolve_devices(module, params: NamedTuple, corpus: Corpus,
     """The shard count a fit runs with: `devices` itself, or for ``"auto"`` every device of
     ``jax.devices()`` (at most one per document) when the model's kernel with these params can
     be sharded (``SHARDING`` and no ``shard_refusal``), else None (the default device)."""
-    from .distributed import balanced_ranges, shard_refusal
+    from .distributed import shard_refusal
+    from .processes import balanced_ranges
     if devices is not None and not isinstance(devices, (str, int, np.integer)):
         raise ParameterError(f"devices must be a positive integer, 'auto' or None, got "
                              f"{type(devices).__name__} {devices!r}"[:200])
@@ -56,14 +57,14 @@ def resolve_devices(module, params: NamedTuple, corpus: Corpus,
 
 def _require_same_settings(**settings: Any) -> None:
     """In a multi-process run, a ParameterError on every process unless all were given the same
-    `settings` (``distributed.require_same_settings``); one process: nothing."""
+    `settings` (``processes.require_same_settings``); one process: nothing."""
     if jax.process_count() > 1:
-        from .distributed import require_same_settings
+        from .processes import require_same_settings
         require_same_settings(settings)
 
 
 def _on_every_process(fn: Any, what: str = "lay out their documents") -> Any:
     """``fn()``; in a multi-process run a JaxTopicsError or OSError on any process ends every
-    process (``distributed.on_every_process``), so none waits for one that stopped."""
-    from .distributed import on_every_process
+    process (``processes.on_every_process``), so none waits for one that stopped."""
+    from .processes import on_every_process
     return on_every_process(fn, what)

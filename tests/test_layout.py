@@ -2,7 +2,9 @@
 
 The text pipeline (``jaxtopics.text``), the file formats (``jaxtopics.io``) and the corpus
 fingerprints (``jaxtopics.fingerprint``) sit below ``jaxtopics.corpus``: they never import it,
-and ``corpus`` builds on them (re-exporting the text pipeline's public names).
+and ``corpus`` builds on them (re-exporting the text pipeline's public names). The multi-process
+plumbing (``jaxtopics.processes``) sits below the sharding of a model's sweep
+(``jaxtopics.distributed``), which re-exports its public names.
 """
 
 from __future__ import annotations
@@ -57,6 +59,12 @@ def test_corpus_reexports_the_text_pipeline():
     from jaxtopics import corpus, text
     for name in ("TextOptions", "split_sentences", "default_tokenizer", "ENGLISH_STOP_WORDS"):
         assert getattr(corpus, name) is getattr(text, name)
+
+
+def test_process_plumbing_does_not_import_the_sharding():
+    imported = _imported_modules(PACKAGE / "processes.py")
+    assert not any(m.split(".")[0] in ("distributed", "models") for m in imported), \
+        f"jaxtopics/processes.py imports the sharding or a model: {sorted(imported)}"
 
 
 def test_no_module_is_too_long():
