@@ -368,8 +368,11 @@ def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) 
     elapsed = time.perf_counter() - t0
     print("\nlog-likelihood trace (log p(w, z) per token):")
     for p in model.trace:
+        learned = "".join(f"   {name} " + (f"{v:.4g}" if not isinstance(v, tuple) else
+                                                f"sum {sum(v):.4g}")
+                          for name, v in (p.priors or {}).items())
         print(f"  sweep {p.sweep:6d}  {p.log_joint_per_token:9.4f}   "
-              f"changed {p.changed_fraction:6.1%}   {p.seconds:7.1f}s")
+              f"changed {p.changed_fraction:6.1%}   {p.seconds:7.1f}s{learned}")
     # throughput excludes the first chunk, which includes compilation
     if len(model.trace) - before >= 2:       # this run's evals only
         first, last = model.trace[before], model.trace[-1]
@@ -409,12 +412,35 @@ def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) 
         atomic_write_bytes(out / "topics.txt", topics.encode("utf-8"))
         table = io.StringIO(newline="")
         w = csv.writer(table)
-        w.writerow(["sweep", "log_joint_per_token", "changed_fraction", "seconds"])
-        w.writerows(model.trace)
+        w.writerows(_trace_table(model.trace))
         atomic_write_bytes(out / "trace.csv", table.getvalue().encode("utf-8"))
         print(f"\nwrote {out / 'model.jtm'}, topics.txt, trace.csv"
               + (", coherence.csv" if coherence is not None else ""))
     return 0
+
+
+def _trace_table(trace: list) -> list[list]:
+    """trace.csv's rows: sweep, log_joint_per_token, changed_fraction, seconds, then one column
+    per prior the chain learns or samples (``alpha``, or ``alpha_0`` .. ``alpha_K-1`` for an
+    asymmetric one; empty where a point has none)."""
+    sizes: dict[str, int] = {}
+    for p in trace:
+        for name, value in (p.priors or {}).items():
+            sizes.setdefault(name, len(value) if isinstance(value, tuple) else 0)
+    header = ["sweep", "log_joint_per_token", "changed_fraction", "seconds"]
+    for name, size in sizes.items():
+        header += [name] if size == 0 else [f"{name}_{i}" for i in range(size)]
+    rows = [header]
+    for p in trace:
+        row = list(p[:4])
+        for name, size in sizes.items():
+            value = (p.priors or {}).get(name)
+            if value is None:
+                row += [""] * max(size, 1)
+            else:
+                row += list(value) if isinstance(value, tuple) else [value]
+        rows.append(row)
+    return rows
 
 
 def _coherence_line(coherence, args: argparse.Namespace, corpus: str) -> str:

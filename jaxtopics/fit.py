@@ -20,7 +20,7 @@ import jax.numpy as jnp
 from jax import Array
 
 from . import memory
-from .models.base import Carried, Growable, Learning
+from .models.base import Carried, Growable, Learning, TracedPriors
 from .validate import seed_key
 
 __all__ = ["TracePoint", "chain_keys", "check_chunk_memory", "in_32_bits", "run_chunk", "run_sweeps"]
@@ -51,12 +51,29 @@ def _x64_off():
 class TracePoint(NamedTuple):
     """One evaluation: after `sweep` sweeps, the log joint per token and the fraction of the
     model's latent units (tokens; documents for a model with ``CHANGED_UNIT = "documents"``) whose
-    assignment changed in that sweep; `seconds` = wall time since the run started."""
+    assignment changed in that sweep; `seconds` = wall time since the run started. `priors`:
+    the hyper-parameters the chain learns or samples, at this point ({name: float, or a tuple of
+    floats for a vector such as an asymmetric alpha}; the model's ``traced_priors``), None for
+    a chain whose priors are fixed."""
 
     sweep: int
     log_joint_per_token: float
     changed_fraction: float
     seconds: float
+    priors: dict | None = None
+
+
+def _traced_priors(model: Any, state: Any, params: Any) -> dict:
+    """The model's ``traced_priors(state, params)`` ({} for a model without them)."""
+    return model.traced_priors(state, params) if isinstance(model, TracedPriors) else {}
+
+
+def _host_priors(priors: dict) -> dict | None:
+    """A trace point's `priors`: device values as Python floats / tuples (None when empty)."""
+    if not priors:
+        return None
+    return {name: (float(v) if v.ndim == 0 else tuple(float(x) for x in v.ravel()))
+            for name, v in ((n, jax.device_get(a)) for n, a in priors.items())}
 
 
 def chain_keys(seed: int) -> tuple[Array, Array]:
@@ -71,7 +88,8 @@ def chain_keys(seed: int) -> tuple[Array, Array]:
 def run_chunk(model: ModuleType, params: Any, data: Any, state: Any, chain_key: Array,
               start: Array, stop: Array):
     """Sweeps start..stop-1 of `model`; returns (state, log joint, tokens changed in the last
-    sweep, sweeps done). `state` is donated.
+    sweep, sweeps done, the priors the chain learns or samples: ``traced_priors``). `state` is
+    donated.
 
     A model whose sweeps carry their state in a layout of their own defines ``to_carry(state,
     data, params)``, ``sweep_carry(key, carry, data, params)`` and ``from_carry(carry, data,
@@ -105,7 +123,8 @@ def run_chunk(model: ModuleType, params: Any, data: Any, state: Any, chain_key: 
         state, changed = jax.lax.fori_loop(start, stop, body, (state, jnp.int32(0)))
         if carried:
             state = model.from_carry(state, data, params)
-        return state, model.log_joint(state, data, params), changed, stop
+        return (state, model.log_joint(state, data, params), changed, stop,
+                _traced_priors(model, state, params))
 
     def cond(carry):
         t, _, _, overflow = carry
@@ -120,13 +139,14 @@ def run_chunk(model: ModuleType, params: Any, data: Any, state: Any, chain_key: 
                 overflow)
 
     t, state, changed, _ = jax.lax.while_loop(cond, step, (start, state, jnp.int32(0), jnp.bool_(False)))
-    return state, model.log_joint(state, data, params), changed, t
+    return state, model.log_joint(state, data, params), changed, t, _traced_priors(model, state, params)
 
 
 @partial(jax.jit, static_argnums=(0, 1))
-def evaluate_log_joint(model: ModuleType, params: Any, data: Any, state: Any) -> Array:
-    """`model`'s collapsed log joint of `state` (not donated), as ``run_chunk`` evaluates it."""
-    return model.log_joint(state, data, params)
+def evaluate_log_joint(model: ModuleType, params: Any, data: Any, state: Any) -> tuple[Array, dict]:
+    """`model`'s collapsed log joint of `state` (not donated), as ``run_chunk`` evaluates it,
+    and its traced priors."""
+    return model.log_joint(state, data, params), _traced_priors(model, state, params)
 
 
 def check_chunk_memory(model: ModuleType, params: Any, data: Any, state: Any, chain_key: Array,
@@ -194,8 +214,9 @@ def run_sweeps(model: ModuleType, params: Any, data: Any, state: Any, chain_key:
     stop = start + num_sweeps
     state = _unshared(state, data)
     if num_sweeps == 0:                       # no sweep: the trace evaluates the state given
-        lj = evaluate_log_joint(model, params, data, state)
-        return state, [TracePoint(start, float(lj) / max(num_tokens, 1), 0.0, 0.0)]
+        lj, priors = evaluate_log_joint(model, params, data, state)
+        return state, [TracePoint(start, float(lj) / max(num_tokens, 1), 0.0, 0.0,
+                                  _host_priors(priors))]
     bar = None
     if progress or (progress is None and sys.stderr.isatty()):
         from tqdm.auto import tqdm
@@ -212,15 +233,15 @@ def run_sweeps(model: ModuleType, params: Any, data: Any, state: Any, chain_key:
                 if checked != _shapes(state):          # the first chunk, or the state grew
                     check_chunk_memory(model, params, data, state, chain_key, done, point)
                     checked = _shapes(state)
-                state, lj, changed, reached = run_chunk(model, params, data, state, chain_key,
-                                                         jnp.int32(done), jnp.int32(point))
+                state, lj, changed, reached, priors = run_chunk(
+                    model, params, data, state, chain_key, jnp.int32(done), jnp.int32(point))
                 done = int(reached)
                 if done < point:       # sweep `done` needed more capacity: grow, then redo it
                     state = model.grow(state, data, params)
             if (eval_every and point % eval_every == 0) or point == stop:
                 trace.append(TracePoint(point, float(lj) / max(num_tokens, 1),
                                         int(changed) / max(num_units or num_tokens, 1),
-                                        time.perf_counter() - t0))
+                                        time.perf_counter() - t0, _host_priors(priors)))
             if on_chunk is not None:
                 on_chunk(state, done, trace)
             if checkpoint_every and on_checkpoint and point % checkpoint_every == 0:

@@ -30,7 +30,7 @@ from .devices import _on_every_process, _require_same_settings, resolve_devices
 from .errors import CorpusError, ParameterError, ShardLayoutWarning
 from .fit import TracePoint, chain_keys, in_32_bits, run_sweeps
 from .io import encode_strings, save_model_file
-from .model_files import _check_file_name, _check_writable_file, _rebuilt
+from .model_files import _check_file_name, _check_writable_file, _rebuilt, trace_arrays
 from .models import base, hdp, lda
 from .new_documents import TransformInfo, _map_new_documents, _warn_unknown_words
 from .validate import INT32_MAX, as_sequence, check_int, check_number, check_positive_int, seed_key
@@ -510,7 +510,7 @@ class FittedModel:
             return
         arrays = {f"state.{k}": np.asarray(v) for k, v in state._asdict().items()}
         arrays["vocab.utf8"], arrays["vocab.offsets"] = encode_strings(self.vocab)
-        arrays["trace"] = np.asarray(self.trace, dtype=np.float64).reshape(-1, 4)
+        arrays.update(trace_arrays(self.trace))
         options = self.text_options
         meta = {"model": self.model, "params": self.params._asdict(), "seed": self.seed,
                 "sweeps_done": self.sweeps_done, "num_tokens": self.num_tokens,

@@ -305,12 +305,34 @@ def _rebuilt(rebuild, state: Any, data: Any, params: Any, check: bool) -> Any:
     return rebuilt
 
 
+#: model-file arrays of the trace: "trace" [T, 4] (sweep, log joint per token, changed
+#: fraction, seconds) and, for a chain whose priors move, "trace.priors.<name>" [T, size]
+#: (NaN at points recorded without them)
+TRACE_PRIORS = "trace.priors."
+
+
+def trace_arrays(trace: list[TracePoint]) -> dict[str, np.ndarray]:
+    """The model-file arrays of `trace` (``TRACE_PRIORS``)."""
+    arrays = {"trace": np.asarray([p[:4] for p in trace], dtype=np.float64).reshape(-1, 4)}
+    sizes: dict[str, int] = {}
+    for p in trace:
+        for name, value in (p.priors or {}).items():
+            sizes.setdefault(name, np.size(value))
+    for name, size in sizes.items():
+        table = np.full((len(trace), size), np.nan)
+        for i, p in enumerate(trace):
+            if p.priors and name in p.priors and np.size(p.priors[name]) == size:
+                table[i] = np.ravel(p.priors[name])
+        arrays[TRACE_PRIORS + name] = table
+    return arrays
+
+
 def _trace_from_arrays(arrays: dict, sweeps_done: int, path: Any) -> list[TracePoint]:
-    """The trace [T, 4] (sweep, log joint per token, changed fraction, seconds)."""
+    """The trace from its arrays (``TRACE_PRIORS``)."""
     if "trace" not in arrays:
         raise FormatError("model file lacks array 'trace'", path=str(path))
     tr = arrays["trace"]
-    if tr.dtype.kind != "f" or tr.ndim != 2 or tr.shape[1] != len(TracePoint._fields):
+    if tr.dtype.kind != "f" or tr.ndim != 2 or tr.shape[1] != 4:
         raise FormatError(f"array 'trace' is {tr.dtype}{list(tr.shape)}, expected float64[T, 4]",
                           path=str(path))
     sweeps = tr[:, 0]
@@ -318,4 +340,18 @@ def _trace_from_arrays(arrays: dict, sweeps_done: int, path: Any) -> list[TraceP
                         or np.any(np.diff(sweeps) <= 0) or sweeps[0] < 0 or sweeps[-1] > sweeps_done):
         raise FormatError(f"array 'trace': sweep numbers must be integers rising within "
                           f"0..{sweeps_done} (sweeps_done)", path=str(path))
-    return [TracePoint(int(r[0]), float(r[1]), float(r[2]), float(r[3])) for r in tr]
+    priors: list[dict] = [{} for _ in range(tr.shape[0])]
+    for key in sorted(k for k in arrays if k.startswith(TRACE_PRIORS)):
+        name, table = key[len(TRACE_PRIORS):], arrays[key]
+        if table.dtype.kind != "f" or table.ndim != 2 or table.shape[0] != tr.shape[0]:
+            raise FormatError(f"array {key!r} is {table.dtype}{list(table.shape)}, expected "
+                              f"float64[{tr.shape[0]}, size]", path=str(path))
+        for row, values in zip(priors, table):
+            if np.all(np.isnan(values)):
+                continue
+            if not np.all(np.isfinite(values) & (values > 0)):
+                raise FormatError(f"array {key!r} holds a value that is not a finite positive "
+                                  "number", path=str(path))
+            row[name] = float(values[0]) if table.shape[1] == 1 else tuple(map(float, values))
+    return [TracePoint(int(r[0]), float(r[1]), float(r[2]), float(r[3]), p or None)
+            for r, p in zip(tr, priors)]

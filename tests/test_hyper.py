@@ -228,6 +228,42 @@ def test_cli_learns_the_priors(tmp_path):
     assert bad.returncode != 0 and "invalid choice: 'sometimes'" in bad.stderr
 
 
+def test_the_trace_records_the_learned_priors(tmp_path):
+    """Every trace point holds the priors in use there (alpha a tuple when asymmetric); the
+    last is the fitted value; the model file and the CLI's trace.csv keep them; a chain that
+    learns nothing records none."""
+    corpus = _tiny_corpus()
+    m = jt.LDA(3, alpha=1.0, beta=0.2, num_blocks=4, optimize_alpha="asymmetric",
+               optimize_beta=True, burn_in=2, optimize_every=2).fit(corpus, 10, seed=0,
+                                                                   eval_every=5)
+    assert [p.sweep for p in m.trace] == [5, 10]
+    last = m.trace[-1].priors
+    assert set(last) == {"alpha", "beta"} and len(last["alpha"]) == 3
+    np.testing.assert_array_equal(np.asarray(last["alpha"], np.float32), m.alpha)
+    assert np.float32(last["beta"]) == m.beta
+    assert m.trace[0].priors != last                   # updated at 6, 8, 10
+    m.save(tmp_path / "m.jtm")
+    assert jt.load(tmp_path / "m.jtm").trace == m.trace
+    symmetric = jt.LDA(3, alpha=1.0, num_blocks=4, optimize_alpha="symmetric", burn_in=0,
+                       optimize_every=1).fit(corpus, 3, seed=0)
+    assert set(symmetric.trace[-1].priors) == {"alpha"}
+    assert symmetric.trace[-1].priors["alpha"] == float(symmetric.alpha)
+    assert all(p.priors is None for p in jt.LDA(3).fit(corpus, 3, seed=0).trace)
+    from jaxtopics.cli import _trace_table
+    rows = _trace_table(m.trace)
+    assert rows[0] == ["sweep", "log_joint_per_token", "changed_fraction", "seconds",
+                       "alpha_0", "alpha_1", "alpha_2", "beta"]
+    assert rows[-1][4:] == list(last["alpha"]) + [last["beta"]]
+
+
+@pytest.mark.parametrize("setting", [{"burn_in": 3}, {"optimize_every": 2},
+                                     {"optimizer": "optax"}])
+def test_learning_settings_without_anything_to_learn_are_refused(setting):
+    name = next(iter(setting))
+    with pytest.raises(ParameterError, match=f"{name}=.* applies to learned priors only"):
+        jt.LDA(3, **setting)
+
+
 def _planted(asymmetric: bool):
     truth = (np.random.default_rng(1).permutation(np.linspace(0.05, 0.6, 20)) if asymmetric
              else 0.3)

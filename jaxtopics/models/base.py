@@ -17,7 +17,7 @@ import inspect
 from types import ModuleType
 from typing import Any, Mapping, NamedTuple, Protocol, runtime_checkable
 
-__all__ = ["ModelModule", "Growable", "Carried", "Learning", "Shardable", "HeldOutPrior",
+__all__ = ["ModelModule", "Growable", "Carried", "Learning", "TracedPriors", "Shardable", "HeldOutPrior",
            "HeldOutExact", "Sharding", "sharding", "capabilities", "check_module"]
 
 
@@ -69,6 +69,15 @@ class Learning(Protocol):
     (a module may add ``learns(params) -> bool``, False when the chain learns nothing)."""
 
     def learn(self, state: Any, data: Any, params: Any, t: Any) -> Any: ...
+
+
+@runtime_checkable
+class TracedPriors(Protocol):
+    """Hyper-parameters that move along the chain (learned priors; sampled concentrations),
+    recorded at every trace point: ``traced_priors(state, params)`` -> {name: float32 array},
+    {} when they are fixed for these params."""
+
+    def traced_priors(self, state: Any, params: Any) -> dict: ...
 
 
 @runtime_checkable
@@ -125,7 +134,7 @@ def sharding(module: ModuleType) -> Sharding | None:
 
 
 _CAPABILITIES = {"growable": Growable, "carried": Carried, "learning": Learning,
-                 "shardable": Shardable, "held_out_prior": HeldOutPrior,
+                 "traced_priors": TracedPriors, "shardable": Shardable, "held_out_prior": HeldOutPrior,
                  "held_out_exact": HeldOutExact}
 
 

@@ -28,7 +28,6 @@ that a token gathers one contiguous row) and ``topic`` [K] (n_k).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -36,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from .. import hyper
+from .. import learned_priors
 from ..corpus import Corpus
 from ..errors import ParameterError
 from ..validate import (FLOAT32_MAX, INT32_MAX, MAX_BLOCKS, check_float32, check_int,
@@ -73,7 +72,8 @@ __all__ = [
     "check_params", "state_shapes", "check_state", "prepare", "init", "state_from_assignments",
     "sweep", "log_joint", "estimate", "fold_in", "assignments", "rebuild",
     "shard_sizes", "pad_shard", "recount_shard", "check_shard_params",
-    "to_carry", "from_carry", "sweep_carry", "learn", "learns", "initial_priors", "OPTIMIZE_ALPHA",
+    "to_carry", "from_carry", "sweep_carry", "learn", "learns", "traced_priors", "initial_priors",
+    "OPTIMIZE_ALPHA",
 ]
 
 SAMPLERS = ("parallel", "sequential", "uncollapsed")
@@ -95,15 +95,12 @@ SHARDING = Sharding(
 )
 #: parameters added after model files of format 2 were written, with the value older files ran
 #: with (not today's default); every other parameter must be in a model file
-PARAMS_ADDED_LATER = {"sync_every": 1, "exchange": "moves", "optimize_alpha": None,
-                      "optimize_beta": False, "optimize_every": 10, "burn_in": 50,
-                      "optimizer": "minka"}
+PARAMS_ADDED_LATER = {"sync_every": 1, "exchange": "moves", **learned_priors.DEFAULTS}
 #: State fields added after model files were written: a function of the file's params giving
 #: the value the chain had (learned priors: the fixed ones it ran with)
-STATE_ADDED_LATER = {"alpha": lambda params: initial_priors(params)[0],
-                     "beta": lambda params: initial_priors(params)[1]}
+STATE_ADDED_LATER = learned_priors.state_added_later(lambda params: params.num_topics)
 #: ``Params.optimize_alpha``: None (alpha fixed), or learned as one value or one per topic
-OPTIMIZE_ALPHA = (None, "symmetric", "asymmetric")
+OPTIMIZE_ALPHA = learned_priors.OPTIMIZE_ALPHA
 LOG_JOINT_USES_DATA = False
 """log_joint(state, None, params) works: the joint is a function of the state alone."""
 INITS = ("random", "incremental")
@@ -265,59 +262,34 @@ def check_params(params: Params) -> Params:
         raise ParameterError(f"sync_every applies to exchange='moves' only (rotating word groups "
                              f"exchanges no moves), got sync_every={sizes['sync_every']} with "
                              f"exchange='rotate'")
-    if params.optimize_alpha is not None and (not isinstance(params.optimize_alpha, str)
-                                              or params.optimize_alpha not in OPTIMIZE_ALPHA):
-        raise ParameterError(f"optimize_alpha must be None, 'symmetric' or 'asymmetric', got "
-                             f"{params.optimize_alpha!r}")
-    if not isinstance(params.optimize_beta, (bool, np.bool_)):
-        raise ParameterError(f"optimize_beta must be True or False, got {params.optimize_beta!r}")
-    if not isinstance(params.optimizer, str) or params.optimizer not in hyper.OPTIMIZERS:
-        raise ParameterError(f"optimizer must be one of {hyper.OPTIMIZERS}, got "
-                             f"{params.optimizer!r}")
-    learning = {name: check_int(getattr(params, name), name, low=low, high=INT32_MAX)
-                for name, low in (("optimize_every", 1), ("burn_in", 0))}
-    if params.optimize_alpha == "asymmetric" and sizes["mh_steps"]:
+    learning = learned_priors.check(params)
+    if learning["optimize_alpha"] == "asymmetric" and sizes["mh_steps"]:
         # the MH document proposal draws (n_dt + alpha) / (n_d + K alpha) in O(1) from a random
         # member token or a uniform topic; a topic-dependent alpha_t would need an alias table
         raise ParameterError("optimize_alpha='asymmetric' needs exact draws (mh_steps=0): the "
                              "Metropolis-Hastings document proposal draws from a symmetric "
                              f"alpha only, got mh_steps={sizes['mh_steps']}")
-    optimize_alpha = None if params.optimize_alpha is None else str(params.optimize_alpha)
     return params._replace(num_topics=k, alpha=alpha, beta=beta, sampler=str(params.sampler),
-                           init=str(params.init), exchange=str(params.exchange),
-                           optimize_alpha=optimize_alpha, optimize_beta=bool(params.optimize_beta),
-                           optimizer=str(params.optimizer), **sizes, **learning)
+                           init=str(params.init), exchange=str(params.exchange), **sizes,
+                           **learning)
 
 
 def initial_priors(params: Params) -> tuple[np.ndarray, np.ndarray]:
     """(alpha [K] float32, beta [] float32): the State's priors before anything is learned."""
-    return (np.full((params.num_topics,), params.alpha, np.float32),
-            np.asarray(params.beta, np.float32))
+    return learned_priors.initial(params, params.num_topics)
 
 
 def _initial_priors_traced(params: Params) -> tuple[Array, Array]:
-    """``initial_priors`` as jnp arrays, built by the computation (under ``jax.eval_shape``, as
-    the memory check sizes the state, nothing of size K is allocated)."""
-    return (jnp.full((params.num_topics,), params.alpha, jnp.float32),
-            jnp.asarray(params.beta, jnp.float32))
+    return learned_priors.initial_traced(params, params.num_topics)
 
 
-def learns(params: Params) -> bool:
-    """Whether the chain learns a prior (then the kernels read them from the State)."""
-    return params.optimize_alpha is not None or bool(params.optimize_beta)
+learns = learned_priors.learns
+_priors = learned_priors.in_use
 
 
-def _priors(state: State, params: Params) -> tuple[Array | float, Array | float]:
-    """(alpha, beta) the kernels and read-outs use: the State's where the chain learns them
-    (alpha a scalar when symmetric, [K] when asymmetric), else the Params' Python floats (the
-    same float32 operations, so the same chain bitwise, as before priors were State)."""
-    if params.optimize_alpha is None:
-        alpha = params.alpha
-    elif params.optimize_alpha == "symmetric":
-        alpha = state.alpha[0]
-    else:
-        alpha = state.alpha
-    return alpha, (state.beta if params.optimize_beta else params.beta)
+def traced_priors(state: State, params: Params) -> dict[str, Array]:
+    """The learned priors the trace records ({} when the chain learns none)."""
+    return learned_priors.traced(state, params)
 
 
 def state_shapes(params: Params, num_tokens: int, num_docs: int, num_words: int) -> State:
@@ -342,16 +314,9 @@ def check_state(state: State, params: Params) -> str | None:
     z = np.asarray(state.z)
     n, k = z.shape[0] - 1, params.num_topics
     doc_topic, word_topic, topic = (np.asarray(a, np.int64) for a in state[1:4])
-    alpha, beta = np.asarray(state.alpha), np.asarray(state.beta)
-    fixed_alpha, fixed_beta = initial_priors(params)
-    for name, value, fixed, learned in (("alpha", alpha, fixed_alpha, params.optimize_alpha),
-                                        ("beta", beta, fixed_beta, params.optimize_beta)):
-        if not (np.all(np.isfinite(value)) and np.all(value > 0)):
-            return f"{name} holds a value that is not a finite positive number"
-        if not learned and not np.array_equal(value, fixed):
-            return f"{name} differs from the parameter {name}={getattr(params, name)}, which is not learned"
-    if params.optimize_alpha != "asymmetric" and np.any(alpha != alpha[0]):
-        return "alpha differs between topics, but it is not learned asymmetric"
+    problem = learned_priors.state_problem(state, params, k)
+    if problem:
+        return problem
     problem = (latent_problem("z", z, k, dummy_slot=True, what="topics")
                or count_problem(doc_topic=doc_topic, word_topic=word_topic, topic=topic))
     if problem:
@@ -908,24 +873,8 @@ def learn(state: State, data: Data, params: Params, t: Array,
     `axis_name`: inside ``shard_map`` over documents, the documents' statistics are summed over
     the shards (``lax.psum``); word_topic is the whole table on every shard, so every shard
     computes the same priors."""
-    if not learns(params):
-        return state
-    done = t + 1
-    due = (done > params.burn_in) & (done % params.optimize_every == 0)
-
-    def refit():
-        alpha, beta = state.alpha, state.beta
-        if params.optimize_alpha is not None:
-            reduce = None if axis_name is None else partial(jax.lax.psum, axis_name=axis_name)
-            start = alpha[0] if params.optimize_alpha == "symmetric" else alpha
-            fitted = hyper.maximize(start, state.doc_topic, params.optimizer, reduce=reduce).value
-            alpha = jnp.broadcast_to(fitted, alpha.shape).astype(jnp.float32)
-        if params.optimize_beta:
-            beta = hyper.maximize(beta, state.word_topic, params.optimizer, axis=0).value
-        return alpha, beta.astype(jnp.float32)
-
-    alpha, beta = jax.lax.cond(due, refit, lambda: (state.alpha, state.beta))
-    return state._replace(alpha=alpha, beta=beta)
+    return learned_priors.refit(state, params, t, state.doc_topic, state.word_topic,
+                                alpha_axis=-1, beta_axis=0, axis_name=axis_name)
 
 
 def log_joint(state: State, data: Data, params: Params) -> Array:
