@@ -275,7 +275,7 @@ def _read_local_texts(path, fmt: str, labelled: bool, label_key: str | None,
                       text_kwargs: dict) -> Corpus:
     """This process's documents of a text / jsonl file, before the vocabulary merge."""
     from . import io as _io
-    from .corpus import _encode_labels, _label_sets_csr
+    from .corpus_checks import _encode_labels, _label_sets_csr
 
     processes, me = jax.process_count(), jax.process_index()
     text_kwargs = dict(text_kwargs)

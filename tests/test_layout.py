@@ -1,8 +1,9 @@
 """The package's module layout (issue 32): which way the imports point, and how long a module gets.
 
-The text pipeline (``jaxtopics.text``), the file formats (``jaxtopics.io``) and the corpus
-fingerprints (``jaxtopics.fingerprint``) sit below ``jaxtopics.corpus``: they never import it,
-and ``corpus`` builds on them (re-exporting the text pipeline's public names). The multi-process
+The text pipeline (``jaxtopics.text``), the file formats (``jaxtopics.io``), the corpus
+fingerprints (``jaxtopics.fingerprint``) and the checks of what a corpus is given
+(``jaxtopics.corpus_checks``) sit below ``jaxtopics.corpus``: they never import it, and
+``corpus`` builds on them (re-exporting the text pipeline's public names). The multi-process
 plumbing (``jaxtopics.processes``) sits below the sharding of a model's sweep
 (``jaxtopics.distributed``), which re-exports its public names.
 """
@@ -17,11 +18,11 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "jaxtopics"
-BELOW_CORPUS = ("io", "text", "fingerprint")
-MAX_LINES = 1100
-#: modules over MAX_LINES still waiting for their own split (relative to jaxtopics/); take one
-#: out of this set once it is split, and add none
-PENDING_SPLIT: set[str] = set()
+BELOW_CORPUS = ("io", "text", "fingerprint", "corpus_checks")
+MAX_LINES = 1000
+#: modules still being split (relative to jaxtopics/), held to a looser limit meanwhile; take
+#: one out once it is split, and add none (models/dpmrm.py and models/hdp.py: being shrunk)
+PENDING_SPLIT: dict[str, int] = {"models/dpmrm.py": 1100, "models/hdp.py": 1100}
 
 
 def _imported_modules(path: Path) -> set[str]:
@@ -48,11 +49,12 @@ def test_lower_modules_do_not_import_corpus(name: str):
 
 
 def test_importing_io_and_text_leaves_corpus_unloaded():
-    code = ("import sys, jaxtopics.io, jaxtopics.text, jaxtopics.fingerprint; "
+    code = ("import sys, jaxtopics.io, jaxtopics.text, jaxtopics.fingerprint, "
+            "jaxtopics.corpus_checks; "
             "print(sorted(m for m in sys.modules if m.startswith('jaxtopics')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=PACKAGE.parent).stdout
-    assert "jaxtopics.corpus" not in out, out
+    assert "'jaxtopics.corpus'" not in out, out
 
 
 def test_corpus_reexports_the_text_pipeline():
@@ -72,6 +74,7 @@ def test_no_module_is_too_long():
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(PACKAGE).as_posix()
         lines = len(path.read_text(encoding="utf-8").splitlines())
-        if lines > MAX_LINES and rel not in PENDING_SPLIT:
+        if lines > PENDING_SPLIT.get(rel, MAX_LINES):
             too_long[rel] = lines
-    assert not too_long, f"modules over {MAX_LINES} lines (split them by concern): {too_long}"
+    assert not too_long, (f"modules over {MAX_LINES} lines (split them by concern; "
+                          f"{PENDING_SPLIT} while pending): {too_long}")
