@@ -549,6 +549,8 @@ class Sharded:
         if (name in ("grow", "to_carry", "sweep_carry", "from_carry", "learn")
                 and hasattr(self.module, name)):
             return getattr(self, "_" + name)
+        if name == "traced_priors" and hasattr(self.module, name):     # replicated settings
+            return self.module.traced_priors
         raise AttributeError(name)
 
     def _learn(self, state: Any, sdata: ShardedData, params: Any, t: Array) -> Any:

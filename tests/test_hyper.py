@@ -152,6 +152,7 @@ def test_sharded_learning_is_finite_and_reproducible():
     assert not np.allclose(a.alpha, 1.0) and a.beta != 0.2
     np.testing.assert_array_equal(a.alpha, b.alpha)
     np.testing.assert_array_equal(a.assignments, b.assignments)
+    np.testing.assert_array_equal(np.asarray(a.trace[-1].priors["alpha"], np.float32), a.alpha)
 
 
 def test_sharded_alpha_is_the_fit_of_all_documents():
