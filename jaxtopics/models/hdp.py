@@ -43,8 +43,8 @@ launch states built by sequential allocation (Dahl 2003), followed by an exact r
 the changed topics. Table and dish steps alone mix the number of topics very slowly (a merged
 pair of topics shares tables, which no move of whole tables can separate); these moves fix
 that. With ``resample_concentrations`` alpha and gamma are drawn from their conditionals too
-(the auxiliary-variable schemes of Escobar & West 1995 and Teh et al. 2006, appendix A;
-Gamma(prior_shape, prior_rate) priors).
+(the auxiliary-variable schemes of Escobar & West 1995 and Teh et al. 2006, appendix A, in
+``ops.concentration``; Gamma(prior_shape, prior_rate) priors).
 
 Sharded sweeps (``jaxtopics.distributed``, ``fit(..., devices=P)``; the ``parallel`` kernel):
 documents are split over P devices; t, z, table_count and table_topic are per shard
@@ -83,10 +83,11 @@ from ..ops import (
     categorical,
     categorical_logits,
     chunked_map,
+    concentration_groups,
+    concentration_one_group,
     count_table,
     dirichlet_multinomial_log_evidence,
     exchange,
-    log_gamma,
     log_rising_factorial,
     move_counts,
     pad_array,
@@ -104,7 +105,7 @@ __all__ = [
     "Params", "State", "Data", "SweepInfo", "SAMPLERS",
     "check_params", "check_state", "prepare", "init", "state_from_seating", "sweep", "grow", "log_joint",
     "estimate", "fold_in", "assignments", "rebuild", "active_topics",
-    "check_shard_params", "shard_sizes", "pad_shard", "recount_shard",
+    "check_shard_params", "shard_sizes", "pad_shard", "recount_shard", "traced_priors",
 ]
 
 SAMPLERS = ("parallel", "sequential")
@@ -680,49 +681,34 @@ def _dish_steps_parallel(key: Array, st: State, seat: _Seating, params: Params,
 
 def _resample_concentrations(key: Array, st: State, data: Data, params: Params,
                              axis_name: str | None = None, shared: Array | None = None) -> State:
-    """One auxiliary-variable Gibbs update of alpha and gamma given the table counts.
+    """One auxiliary-variable Gibbs update of alpha and gamma given the table counts
+    (``ops.concentration``; Gamma(prior_shape, prior_rate) priors):
 
-    alpha: w_j ~ Beta(alpha + 1, n_j), s_j ~ Bernoulli(n_j / (n_j + alpha)) per non-empty
-    document, alpha ~ Gamma(a + m - sum s_j, b - sum log w_j).
-    gamma: eta ~ Beta(gamma + 1, m), gamma ~ pi Gamma(a + K, b - log eta)
-    + (1 - pi) Gamma(a + K - 1, b - log eta), pi / (1 - pi) = (a + K - 1) / (m (b - log eta)).
-    Sharded: w_j, s_j per shard (its `key`), their sums over all shards; the draws of alpha,
-    eta, gamma from `shared` (the same key on every shard), so alpha and gamma stay equal.
+    alpha: the seatings of the documents are DP(alpha) partitions of n_j tokens into m tables
+    in all (TG, groups = documents): w_j ~ Beta(alpha + 1, n_j), s_j ~ Bernoulli(n_j / (n_j +
+    alpha)), alpha ~ Gamma(a + m - sum s_j, b - sum log w_j).
+    gamma: the dishes are one DP(gamma) partition of the m tables into K topics (EW):
+    eta ~ Beta(gamma + 1, m), gamma ~ pi Gamma(a + K, b - log eta) + (1 - pi) Gamma(a + K - 1,
+    b - log eta), pi / (1 - pi) = (a + K - 1) / (m (b - log eta)).
+    Sharded: w_j, s_j per shard (its `key`), their sums over all shards; the draws of alpha and
+    gamma from `shared` (the same key on every shard), so alpha and gamma stay equal.
     """
     a, b = params.prior_shape, params.prior_rate
-    kw, ks, _, _, _, _ = jax.random.split(key, 6)
-    _, _, ka, _, kp, _ = jax.random.split(key if shared is None else shared, 6)
-    n_j = data.doc_len.astype(_F32)
-    has = n_j > 0
-    m = jnp.sum(st.topic_tables).astype(_F32)
-    k = jnp.sum(st.topic_tables > 0).astype(_F32)
-    s = jax.random.uniform(ks, n_j.shape) < n_j / (n_j + st.alpha)
-    # every gamma variate of the update in two calls (one per key): w_j = G1 / (G1 + G2) with
-    # G1 ~ Gamma(alpha + 1), G2 ~ Gamma(n_j); then alpha's, eta's, and both of gamma's shapes
-    d = n_j.shape[0]
-    g_w = log_gamma(kw, jnp.concatenate([jnp.full((d,), st.alpha + 1.0), jnp.where(has, n_j, 1.0)]))
-    log_w = g_w[:d] - jnp.logaddexp(g_w[:d], g_w[d:])
-    rate = b - shard_sum(jnp.sum(jnp.where(has, log_w, 0.0)), axis_name)
-    shapes = jnp.stack([a + m - shard_sum(jnp.sum(s & has), axis_name), st.gamma + 1.0, m,
-                        a + k, a + k - 1.0])
-    g_alpha, g_eta1, g_eta2, g_k, g_k1 = log_gamma(ka, shapes)
-    rate_g = b - (g_eta1 - jnp.logaddexp(g_eta1, g_eta2))          # b - log eta
-    odds = (a + k - 1.0) / (m * rate_g)
-    g_gamma = jnp.where(jax.random.uniform(kp) >= odds / (1.0 + odds), g_k1, g_k)
-    # a vague prior (shape 1e-3) makes draws below float32's range likely (Gamma(1e-3) < 1e-38
-    # with probability ~0.9): they are kept at _MIN_CONCENTRATION, not rounded to 0
-    return st._replace(alpha=_positive(g_alpha - jnp.log(rate)),
-                       gamma=_positive(g_gamma - jnp.log(rate_g)))
+    k_alpha, _ = jax.random.split(key)
+    s_alpha, s_gamma = jax.random.split(key if shared is None else shared)
+    m = jnp.sum(st.topic_tables)
+    k = jnp.sum(st.topic_tables > 0)
+    alpha = concentration_groups(k_alpha, st.alpha, data.doc_len, m, a, b,
+                                 axis_name=axis_name, shared=s_alpha)
+    return st._replace(alpha=alpha, gamma=concentration_one_group(s_gamma, st.gamma, k, m, a, b))
 
 
-#: floor of sampled concentrations: far below any that opens a table or a topic, and high
-#: enough that gamma / V in the table step stays a normal float32 for V up to 1e7
-_MIN_CONCENTRATION = 1e-30
-
-
-def _positive(log_x: Array) -> Array:
-    """exp(log_x) in float32, at least _MIN_CONCENTRATION."""
-    return jnp.maximum(jnp.exp(log_x), _MIN_CONCENTRATION).astype(_F32)
+def traced_priors(state: State, params: Params) -> dict[str, Array]:
+    """The concentrations the chain samples, recorded along the trace: {"alpha", "gamma"}
+    with ``resample_concentrations``, else {} (they stay at the Params' values)."""
+    if not params.resample_concentrations:
+        return {}
+    return {"alpha": jnp.asarray(state.alpha, _F32), "gamma": jnp.asarray(state.gamma, _F32)}
 
 
 # --------------------------------------------------------------------------------------------

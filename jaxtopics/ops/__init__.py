@@ -1,5 +1,11 @@
 """Model-agnostic JAX primitives shared by every sampler (no model names in here)."""
 
+from .concentration import (
+    MAX_CONCENTRATION,
+    MIN_CONCENTRATION,
+    concentration_groups,
+    concentration_one_group,
+)
 from .conditionals import collapsed_topic_draw
 from .counts import (
     count_table,
@@ -46,12 +52,16 @@ from .schedule import (
 
 __all__ = [
     "LANE_MULTIPLE",
+    "MAX_CONCENTRATION",
+    "MIN_CONCENTRATION",
     "block_log_predictive",
     "block_uniforms",
     "categorical",
     "categorical_logits",
     "chunked_map",
     "collapsed_topic_draw",
+    "concentration_groups",
+    "concentration_one_group",
     "count_table",
     "dirichlet_multinomial_log_evidence",
     "exchange",
