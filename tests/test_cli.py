@@ -9,7 +9,10 @@ import sys
 import pytest
 
 import jaxtopics as jt
+from cli_helpers import run_cli as _cli
 from conftest import SHARED_DATA
+from jaxtopics.errors import ParameterError
+from small_texts import TEXTS
 
 
 def _run(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
@@ -532,3 +535,102 @@ def test_topics_file_lists_no_words_for_empty_clusters(tmp_path):
         assert (len(words) == 0) == (sizes[k] == 0), (k, line)
     rows = (tmp_path / "o" / "coherence.csv").read_text(encoding="utf-8").splitlines()[1:]
     assert [row.endswith(",,") for row in rows] == [s == 0 for s in sizes]
+
+
+def test_cli_refuses_what_it_would_ignore_or_crash_on(tmp_path, reuters):
+    from pathlib import Path
+    r = Path(__file__).resolve().parents[2] / "shared" / "data" / "reuters"
+    base = ["fit", "--input", str(r / "reuters.ldac"), "--vocab", str(r / "reuters.tokens")]
+    out = tmp_path / "r1"
+    assert _cli(*base, "--out", str(out), "--sweeps", "2", "--no-progress").returncode == 0
+    cases = [
+        (["--out", str(out), "--resume", "--num-topics", "7"], "drop --num-topics"),
+        (["--out", str(out), "--resume", "--seed", "3"], "drop --seed"),
+        (["--out", "o", "--coordinator", "localhost:1", "--num-processes", "2", "--process-id", "5"],
+         "--process-id must be in"),
+        (["--out", "o", "--coordinator", "bogus", "--num-processes", "1", "--process-id", "0"],
+         "HOST:PORT"),
+        (["--out", "o", "--num-processes", "2", "--process-id", "1"], "need --coordinator"),
+        (["--out", ""], "empty string"),
+        (["--out", str(tmp_path / "never"), "--sweeps", "-1"], "--sweeps must be >= 0"),
+    ]
+    for extra, message in cases:
+        res = _cli(*base, *extra)
+        assert res.returncode == 2 and message in res.stderr, (extra, res.stderr[-500:])
+        assert "Traceback" not in res.stderr
+    assert not (tmp_path / "never").exists()              # refused before --out was created
+    res = _cli("show", str(r / "reuters.ldac"))
+    assert res.returncode == 2 and "not a jaxtopics model file" in res.stderr
+    assert "pickle" not in res.stderr
+    res = _cli("demo", "--model", "slda")
+    assert res.returncode == 2 and "sentence boundaries" in res.stderr
+    res = _cli(*base, "--out", str(out), "--resume", "--sweeps", "2", "--no-progress")
+    assert res.returncode == 0 and "M tokens/s" not in res.stderr
+
+
+def test_show_prints_words_with_lone_surrogates(tmp_path):
+    c = jt.Corpus.from_token_lists([["a", "\ud800"], ["a", "b"]])
+    jt.LDA(2).fit(c, num_sweeps=1).save(tmp_path / "sp.jtm")
+    res = _cli("show", str(tmp_path / "sp.jtm"))
+    assert res.returncode == 0, res.stderr
+
+
+def test_ptm_refuses_strings_and_cli_refuses_labelled_for_other_models(tmp_path):
+    with pytest.raises(ParameterError, match="alpha"):
+        jt.PTM(alpha="1")
+    (tmp_path / "lab.txt").write_text("a--b\tapple banana fruit\nb\tcar engine road\n")
+    res = _cli("fit", "--model", "dmm", "--labelled", "--input", str(tmp_path / "lab.txt"),
+               "--out", str(tmp_path / "o"))
+    assert res.returncode == 2 and "--labelled does not apply" in res.stderr
+
+
+def test_show_into_a_closed_pipe_exits_quietly(tmp_path):
+    """`jaxtopics show ... | head`: the reader is gone before the summary is written."""
+    c = jt.Corpus.from_token_lists([[f"w{i}" for i in range(30)]] * 4)
+    jt.LDA(num_topics=3).fit(c, num_sweeps=1).save(tmp_path / "m.jtm")
+    proc = subprocess.Popen([sys.executable, "-m", "jaxtopics.cli", "show", str(tmp_path / "m.jtm")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()                         # closed before the child writes a byte
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141 and err == ""
+
+
+def test_cli_offers_every_model_its_sampler_settings(tmp_path):
+    """Review: `--sentences` was accepted (and ignored) by models without sentences, `demo
+    --max-docs 0` named the Python parameter, and DP-MRM's `initial_topics` (HDP's flag) and
+    most models' `num_blocks` (DMM's flag) had no flag of their own."""
+    lab = tmp_path / "lab.txt"
+    lab.write_text("a--b\tapple banana fruit\nb\tcar engine road\na\tapple fruit juice\n")
+    r = _cli("fit", "--model", "dpmrm", "--initial-topics", "2", "--num-blocks", "2", "--input",
+             str(lab), "--out", str(tmp_path / "o"), "--sweeps", "0", "--no-progress")
+    assert r.returncode == 0, r.stderr
+    params = jt.load(tmp_path / "o" / "model.jtm").params
+    assert (params.initial_topics, params.num_blocks) == (2, 2)
+    docs = tmp_path / "docs.txt"
+    docs.write_text("apple banana fruit\ncar engine road\n")
+    for args, message in [
+            (("fit", "--model", "dmm", "--sentences", "--input", str(docs)),
+             "--sentences does not apply to --model dmm"),
+            (("fit", "--model", "dmm", "--split-merge-steps", "3", "--input", str(docs)),
+             "--split-merge-steps does not apply to --model dmm"),
+            (("demo", "--max-docs", "0"), "--max-docs must be a positive integer, got 0")]:
+        r = _cli(*args, "--out", str(tmp_path / "x"))
+        assert r.returncode == 2 and f"jaxtopics: error: {message}" in r.stderr, r.stderr
+    assert not (tmp_path / "x").exists()
+
+
+def test_demo_refuses_a_labelled_model_before_loading_the_corpus():
+    out = _cli("demo", "--model", "dpmrm")
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == [
+        "jaxtopics: error: the demo corpus (docstrings) has no label sets, which --model dpmrm "
+        "needs: use `jaxtopics fit --model dpmrm` on a text file of 'label1--label2<TAB>text' lines"]
+    assert out.stdout == ""
+
+
+def test_cli_counts_one_device_in_the_singular(tmp_path):
+    (tmp_path / "t.txt").write_text("\n".join(TEXTS * 4) + "\n")
+    out = _cli("fit", "-i", str(tmp_path / "t.txt"), "--model", "lda", "--num-topics", "2", "--sweeps", "2",
+               "--devices", "1", "-o", str(tmp_path / "o"))
+    assert out.returncode == 0, out.stderr
+    assert "1 cpu devices" not in out.stdout + out.stderr

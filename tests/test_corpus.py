@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import jaxtopics as jt
 from jaxtopics.corpus import ENGLISH_STOP_WORDS, Corpus, default_tokenizer, split_sentences
 from jaxtopics.errors import (
     CorpusError,
@@ -665,3 +666,16 @@ def test_vocab_entries_that_normalise_alike_are_refused_naming_both(tmp_path: Pa
         Corpus.from_ldac(tmp_path / "c.ldac", tmp_path / "v.txt")
     with pytest.raises(CorpusError, match="duplicate word 'x' at ids 0 and 1"):   # as before
         Corpus.from_arrays([0], [0, 1], ["x", "x", NFD])
+
+
+def test_tokenizer_returning_a_non_iterable_is_a_corpus_error():
+    with pytest.raises(CorpusError, match="document 0: tokenizer returned int"):
+        jt.Corpus.from_texts(["aa bb"], tokenizer=lambda s: 5)
+
+
+def test_a_vocabulary_word_no_model_file_could_hold_is_refused_by_every_reader():
+    """Review: from_bow and from_ldac(vocab=list) took an empty word or one with a line break;
+    the fit and save went through and jt.load then refused the file."""
+    for vocab in (["x", "a\nb", "y"], ["x", "", "y"]):
+        with pytest.raises(CorpusError, match="vocabulary word 1 .* empty or holds a line break"):
+            jt.Corpus.from_bow([[(0, 1), (1, 1), (2, 1)]], vocab=vocab)

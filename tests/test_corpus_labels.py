@@ -170,3 +170,42 @@ def test_a_2d_label_array_says_to_pass_a_list_of_label_lists() -> None:
     # what the message says to pass works
     c = jt.Corpus.from_token_lists(DOCS, labels=np.array([["a", "b"], ["b", "c"], ["a", "c"]]).tolist())
     assert c.label_sets == [("a", "b"), ("b", "c"), ("a", "c")]
+
+
+def test_labels_of_the_wrong_length_or_as_strings():
+    texts = ["apple banana", "banana cherry", "cherry date", "date egg"]
+    with pytest.raises(CorpusError, match="labels has 2 label sets for 4 documents"):
+        jt.Corpus.from_texts(texts, labels=[["a"], ["b"]])
+    with pytest.raises(CorpusError, match="labels has 2 entries for 4 documents"):
+        jt.Corpus.from_texts(texts, labels=["a", "b"])
+    # names get ids in first-seen order, as from_jsonl gives them
+    assert jt.Corpus.from_texts(texts, labels=["ab", "b", "b", "a"]).labels.tolist() == [0, 1, 1, 2]
+    with pytest.raises(CorpusError, match=r"labels\[0\] = True: the label of document 0 must be "
+                                          "an integer or a string"):
+        jt.Corpus.from_texts(texts, labels=[True, False, True, False])
+
+
+def test_odd_labels_in_metrics_and_corpora():
+    """Review: None labels raised a bare TypeError in clustering_scores; a generator of labels
+    was refused as 'labels must be 1-D, got shape ()' though texts may be a generator."""
+    with pytest.raises(ParameterError, match="labels of one kind .*NoneType, int"):
+        jt.metrics.clustering_scores([None, None, 1], [1, 1, 0])
+    texts = ["apple banana", "banana cherry", "cherry date"]
+    assert jt.Corpus.from_texts(texts, labels=(x for x in [0, 1, 0])).labels.tolist() == [0, 1, 0]
+    sets = jt.Corpus.from_texts(texts, labels=(s for s in [["a"], ["b"], ["a", "b"]]))
+    assert sets.label_sets == [("a",), ("b",), ("a", "b")]
+
+
+def test_label_names_are_nfc_normalised_like_words():
+    import unicodedata
+    nfd, nfc = unicodedata.normalize("NFD", "école"), unicodedata.normalize("NFC", "école")
+    c = jt.Corpus.from_texts(["apple pie", "dog cat"], labels=[[nfd], [nfc]])
+    assert c.label_names == (nfc,)
+    with pytest.raises(jt.CorpusError, match="label_names entries 0 .* and 1 .* same name"):
+        jt.Corpus.from_token_lists([["a"], ["b"]], labels=[[nfd], [nfc]], label_names=[nfd, nfc])
+
+
+def test_jsonl_label_set_points_at_the_label_set_formats(tmp_path):
+    (tmp_path / "m.jsonl").write_text('{"text": "apple banana", "labels": ["a", 1]}\n')
+    with pytest.raises(jt.FormatError, match="labelled=True"):
+        jt.Corpus.from_jsonl(tmp_path / "m.jsonl", label_key="labels")

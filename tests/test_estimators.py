@@ -917,3 +917,9 @@ def test_transform_in_a_loop_compiles_once(name, small_corpus):
     assert traced == []
     for theta in again:
         np.testing.assert_array_equal(theta, first)
+
+
+def test_hdp_fits_a_corpus_of_one_token():
+    """A split-merge move needs two tokens; with one it crashed (ZeroDivisionError)."""
+    m = jt.HDP().fit(jt.Corpus.from_texts(["apple"]), num_sweeps=2, progress=False)
+    assert m.num_active_topics == 1 and m.topic_sizes.tolist() == [1]

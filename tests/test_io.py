@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import jaxtopics as jt
 from jaxtopics import io
 from jaxtopics.corpus import Corpus
 from jaxtopics.errors import FormatError
@@ -408,3 +409,24 @@ def test_a_full_disk_names_the_file_and_leaves_nothing(tmp_path: Path, monkeypat
     monkeypatch.undo()
     assert e.value.errno == errno.ENOSPC and e.value.filename == str(target)
     assert target.read_bytes() == b"old" and sorted(tmp_path.iterdir()) == [target]
+
+
+def test_uci_header_cannot_allocate_what_the_file_does_not_hold(tmp_path):
+    (tmp_path / "dw.txt").write_text("2000000000\n3\n1\n1 1 1\n")
+    (tmp_path / "v.txt").write_text("a\nb\nc\n")
+    with pytest.raises(FormatError, match="header D = 2000000000"):
+        jt.Corpus.from_uci(tmp_path / "dw.txt", tmp_path / "v.txt")
+
+
+def test_old_mac_line_endings_separate_documents(tmp_path):
+    (tmp_path / "t.txt").write_bytes(b"hello world foo\rbar baz qux\r")
+    assert jt.Corpus.from_text_file(tmp_path / "t.txt").num_docs == 2
+
+
+def test_an_ldac_line_that_repeats_a_word_is_refused(tmp_path):
+    """Review: `2 0:1 0:3` (two distinct words declared, one word twice) became 4 tokens."""
+    (tmp_path / "d.ldac").write_text("2 0:1 1:3\n2 1:1 0:3\n3 2:1 0:1 2:3\n")
+    with pytest.raises(FormatError, match=r"d.ldac:3: word id 2 appears twice"):
+        jt.Corpus.from_ldac(tmp_path / "d.ldac")
+    (tmp_path / "e.ldac").write_text("2 0:1 1:3\n2 1:1 0:3\n")        # unsorted ids are fine
+    assert jt.Corpus.from_ldac(tmp_path / "e.ldac").num_tokens == 8

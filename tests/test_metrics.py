@@ -137,3 +137,10 @@ def test_scores_stay_in_range_and_match_scikit_learn_on_degenerate_inputs() -> N
 def test_bad_v_measure_beta(beta) -> None:
     with pytest.raises(ParameterError, match="beta must be a finite number >= 0"):
         jt.metrics.v_measure([0, 0, 1], [0, 1, 1], beta=beta)
+
+
+def test_v_measure_with_beta_zero_is_homogeneity():
+    from jaxtopics import metrics
+    assert metrics.v_measure([0, 0], [0, 1], beta=0.0) == 1.0
+    assert metrics.v_measure([0, 1, 1], [0, 0, 1], beta=0.0) == pytest.approx(
+        metrics.homogeneity([0, 1, 1], [0, 0, 1]))
