@@ -374,7 +374,7 @@ def _compare_k(args: argparse.Namespace) -> int:
     coherence = None if args.coherence == "none" else args.coherence
     report = compare_num_topics(cls, corpus, args.ks, held_out=held_out, seeds=args.seeds,
                                 num_sweeps=args.sweeps, method=method, coherence=coherence,
-                                top_n=args.top_words, **options)
+                                top_n=args.top_words, vmap_seeds=args.vmap_seeds, **options)
     print(str(report))
     if args.csv is not None:
         def number(x: float) -> str:
@@ -429,6 +429,9 @@ def _add_compare_k_command(sub) -> None:
     p.add_argument("--seeds", type=_int_list(None, "integers"), default=[0, 1, 2],
                    help="the seeds of each K's fits (default 0,1,2; any integers, as --seed)")
     p.add_argument("--sweeps", type=int, default=200, help="sweeps of each fit (default 200)")
+    p.add_argument("--vmap-seeds", action=argparse.BooleanOptionalAction, default=None,
+                   help="run a K's seeds together, vmapped (default: on a GPU or TPU, not on a "
+                        "CPU, where it is slower)")
     held = p.add_mutually_exclusive_group()
     held.add_argument("--held-out", default=None, metavar="FILE",
                       help="held-out documents, read as --input is (the same --format, --vocab, "

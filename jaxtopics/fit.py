@@ -23,7 +23,8 @@ from . import memory
 from .models.base import Carried, Growable, Learning, TracedPriors
 from .validate import seed_key
 
-__all__ = ["TracePoint", "chain_keys", "check_chunk_memory", "in_32_bits", "run_chunk", "run_sweeps"]
+__all__ = ["TracePoint", "chain_keys", "check_chunk_memory", "in_32_bits", "run_chunk",
+           "run_chains_chunk", "run_sweeps", "run_chains"]
 
 
 def in_32_bits(fn: Callable) -> Callable:
@@ -84,9 +85,8 @@ def chain_keys(seed: int) -> tuple[Array, Array]:
     return jax.random.fold_in(root, 0), jax.random.fold_in(root, 1)
 
 
-@partial(jax.jit, static_argnums=(0, 1), donate_argnums=(3,))
-def run_chunk(model: ModuleType, params: Any, data: Any, state: Any, chain_key: Array,
-              start: Array, stop: Array):
+def _chunk(model: ModuleType, params: Any, data: Any, state: Any, chain_key: Array,
+           start: Array, stop: Array):
     """Sweeps start..stop-1 of `model`; returns (state, log joint, tokens changed in the last
     sweep, sweeps done, the priors the chain learns or samples: ``traced_priors``). `state` is
     donated.
@@ -142,6 +142,20 @@ def run_chunk(model: ModuleType, params: Any, data: Any, state: Any, chain_key: 
     return state, model.log_joint(state, data, params), changed, t, _traced_priors(model, state, params)
 
 
+run_chunk = partial(jax.jit, static_argnums=(0, 1), donate_argnums=(3,))(_chunk)
+
+
+@partial(jax.jit, static_argnums=(0, 1), donate_argnums=(3,))
+def run_chains_chunk(model: ModuleType, params: Any, data: Any, states: Any, chain_keys: Array,
+                     start: Array, stop: Array):
+    """``run_chunk`` for a batch of chains of a model that does not grow: `states` and
+    `chain_keys` carry a leading chain axis, every output gains it (``jax.vmap``); `data` is
+    shared. Chain c is the chain ``run_chunk`` runs from states[c] with chain_keys[c], up to
+    the order of float reductions XLA picks for the batch."""
+    return jax.vmap(lambda st, key: _chunk(model, params, data, st, key, start, stop))(
+        states, chain_keys)
+
+
 @partial(jax.jit, static_argnums=(0, 1))
 def evaluate_log_joint(model: ModuleType, params: Any, data: Any, state: Any) -> tuple[Array, dict]:
     """`model`'s collapsed log joint of `state` (not donated), as ``run_chunk`` evaluates it,
@@ -150,14 +164,14 @@ def evaluate_log_joint(model: ModuleType, params: Any, data: Any, state: Any) ->
 
 
 def check_chunk_memory(model: ModuleType, params: Any, data: Any, state: Any, chain_key: Array,
-                       start: int, stop: int) -> None:
+                       start: int, stop: int, runner: Callable | None = None) -> None:
     """Refuse (ParameterError) a chunk of sweeps whose working memory does not fit on its
     devices: XLA's own count of the compiled chunk's temporaries and new outputs
     (``memory.check_fits``), agreed over the processes of a multi-process run. The chunk is
     compiled here once; ``run_chunk`` then reuses it."""
     jax.block_until_ready(state)           # the free memory read below counts the state
-    lowered = run_chunk.lower(model, params, data, state, chain_key, jnp.int32(start),
-                              jnp.int32(stop))
+    lowered = (runner or run_chunk).lower(model, params, data, state, chain_key,
+                                          jnp.int32(start), jnp.int32(stop))
     stats = lowered.compile().memory_analysis()
     if stats is None:               # pragma: no cover - a backend that does not say
         return
@@ -254,3 +268,34 @@ def run_sweeps(model: ModuleType, params: Any, data: Any, state: Any, chain_key:
         if bar is not None:
             bar.close()
     return state, trace
+
+
+@in_32_bits
+def run_chains(model: ModuleType, params: Any, data: Any, states: Any, chain_keys: Array, *,
+               num_sweeps: int, num_tokens: int, eval_every: int = 10,
+               num_units: int | None = None) -> tuple[Any, list[list[TracePoint]]]:
+    """Sweeps 0..num_sweeps-1 of several chains at once (``run_chains_chunk``: one vmapped
+    chunk per evaluation), for a model that does not grow. `states` (donated) and `chain_keys`
+    have a leading chain axis. Returns (states, one trace per chain, as ``run_sweeps``'s)."""
+    if isinstance(model, Growable):
+        raise TypeError(f"{model.__name__} grows its state: its chains run one at a time")
+    states = _unshared(states, data)
+    count = jax.tree.leaves(chain_keys)[0].shape[0]
+    traces: list[list[TracePoint]] = [[] for _ in range(count)]
+    t0 = time.perf_counter()
+    done = 0
+    for point in _boundaries(0, num_sweeps, eval_every):
+        if done == 0:
+            check_chunk_memory(model, params, data, states, chain_keys, 0, point,
+                               runner=run_chains_chunk)
+        states, lj, changed, _, priors = run_chains_chunk(model, params, data, states, chain_keys,
+                                                          jnp.int32(done), jnp.int32(point))
+        done = point
+        if (eval_every and point % eval_every == 0) or point == num_sweeps:
+            seconds = time.perf_counter() - t0
+            lj, changed = jax.device_get((lj, changed))
+            for c, trace in enumerate(traces):
+                trace.append(TracePoint(point, float(lj[c]) / max(num_tokens, 1),
+                                        int(changed[c]) / max(num_units or num_tokens, 1),
+                                        seconds, _host_priors({n: v[c] for n, v in priors.items()})))
+    return states, traces

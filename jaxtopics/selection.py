@@ -83,11 +83,17 @@ def compare_num_topics(estimator: Any, corpus: Corpus, num_topics: Sequence[int]
                        held_out: Corpus | float = 0.1, seeds: Sequence[int] = (0, 1, 2),
                        num_sweeps: int = 200, method: str | None = None,
                        coherence: str | None = "c_npmi", top_n: int = 10,
-                       **options: Any) -> NumTopicsReport:
+                       vmap_seeds: bool | None = None, **options: Any) -> NumTopicsReport:
     """Fit ``estimator(num_topics=K, **options)`` (``estimator`` a class such as ``jt.LDA``;
     ``num_clusters=K`` for DMM) for every K and seed on `corpus` less the held-out documents,
     and report held-out perplexity (`method`, the model's default when None) and mean topic
     `coherence` (None: skip) on the training documents.
+
+    `vmap_seeds`: run the seeds of one K together (``Estimator.fit_chains``: one vmapped loop)
+    rather than one after another. None (default): together on an accelerator (GPU, TPU), one
+    after another on a CPU, where the batched loop measured slower (LDA 1.1x, PTM 1.2x, DMM
+    4x on 2 cores: ``scripts/bench_chains.py``, ``docs/benchmarks.md``). Either way a seed's chain is the chain ``fit`` runs, up to
+    float rounding in the batch.
 
     Example::
 
@@ -125,11 +131,20 @@ def compare_num_topics(estimator: Any, corpus: Corpus, num_topics: Sequence[int]
     if not set(held.vocab[i] for i in np.unique(held.word_ids)) & set(train.vocab):
         raise CorpusError("held_out: no token of the held-out documents is a word of the "
                           "training documents")
+    if vmap_seeds is None:
+        import jax
+        vmap_seeds = jax.default_backend() != "cpu"
+    elif not isinstance(vmap_seeds, (bool, np.bool_)):
+        raise ParameterError(f"vmap_seeds must be True, False or None, got {vmap_seeds!r}")
     rows, used = [], None
     for k in ks:
         ppl, coh = [], []
-        for seed in seeds:
-            model = estimator(**{size_arg: k}, **options).fit(train, num_sweeps=num_sweeps, seed=seed)
+        est = estimator(**{size_arg: k}, **options)
+        if vmap_seeds:
+            models = est.fit_chains(train, num_sweeps, seeds)
+        else:
+            models = (est.fit(train, num_sweeps=num_sweeps, seed=seed) for seed in seeds)
+        for seed, model in zip(seeds, models):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UnknownWordsWarning)   # words only held out
                 ppl.append(model.perplexity(held, method, seed=seed))

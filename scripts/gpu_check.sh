@@ -202,6 +202,9 @@ HDP_ARGS=(--sweeps 20)
 run_stage bench_hdp timeout -k 10 "$HDP_TIMEOUT" "$PY" scripts/bench_hdp.py --parts speed \
     "${HDP_ARGS[@]}" --skip-tomotopy
 
+# ---- 7b. several seeds: vmapped (fit_chains) vs one after another ---------------------------
+run_stage bench_chains timeout -k 10 "${CHAINS_TIMEOUT:-120}" "$PY" scripts/bench_chains.py
+
 # ---- 8. LDA scaling: tokens/s and memory vs N and K -----------------------------------------
 SCALING_TIMEOUT=${SCALING_TIMEOUT:-150}
 if [ "$SMALL" = "1" ]; then
