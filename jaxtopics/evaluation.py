@@ -30,7 +30,8 @@ Methods:
   predictive, supplied by the module (``held_out_exact``).
 
 Everything is in log space, vectorised over documents and particles, seeded and bitwise
-reproducible. Left-to-right and exact values of a document do not depend on the others scored
+reproducible. Left-to-right runs on the devices the model was fitted on (``fit(devices=P)``:
+each batch of documents split over them); the other methods run on one device. Left-to-right and exact values of a document do not depend on the others scored
 with it (document d uses ``fold_in(key, d)``; its completion split is its own too); completion
 and DP-MRM's corrected theta fold theta in for the documents together (the models' ``fold_in``,
 as ``transform``), so those values move with the batch by the fold-in's sampling noise.
@@ -125,9 +126,23 @@ def _particle(key: Array, ll: Array, length: Array, prior: Array) -> Array:
     return lp
 
 
+def _placer(devices: list | None):
+    """A function placing a batch's arrays (leading axis: documents) on `devices`, split along
+    the documents (None or one device: on the default device, as they are)."""
+    if not devices or len(devices) == 1:
+        return lambda *arrays: tuple(jnp.asarray(a) for a in arrays)
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+    mesh = Mesh(np.array(devices), ("docs",))
+
+    def place(*arrays):
+        return tuple(jax.device_put(jnp.asarray(a), NamedSharding(
+            mesh, PartitionSpec("docs", *([None] * (np.ndim(a) - 1))))) for a in arrays)
+    return place
+
+
 @partial(jax.jit, static_argnums=(6,))
 def _left_to_right_batch(keys: Array, words: Array, units: Array, lengths: Array,
-                         pieces: HeldOutPrior, token_mask: Array, num_particles: int) -> Array:
+                         token_mask: Array, pieces: HeldOutPrior, num_particles: int) -> Array:
     """log p(doc) [B] of a batch: words, units [B, T] (unit index of each token slot, T slots),
     token_mask [B, T], lengths [B] (units per document)."""
     log_phi_t = pieces.log_phi.T                                              # [V, K]
@@ -151,11 +166,15 @@ def _left_to_right_batch(keys: Array, words: Array, units: Array, lengths: Array
 
 
 def left_to_right(key: Array, pieces: HeldOutPrior, word_ids: np.ndarray, doc_offsets: np.ndarray,
-                  unit_offsets: np.ndarray | None = None, num_particles: int = 10) -> np.ndarray:
+                  unit_offsets: np.ndarray | None = None, num_particles: int = 10,
+                  devices: list | None = None) -> np.ndarray:
     """log p(w_d) [D] float64 by the left-to-right algorithm (module docstring). `unit_offsets`:
     token offsets of units sharing a topic (sentences; None: every token is a unit), nested in
-    the documents. Documents are scored in groups of similar length (padded to a power of 2)."""
+    the documents. Documents are scored in groups of similar length (padded to a power of 2).
+    `devices`: score each group's documents split over these devices (a 1-d mesh; the model's
+    pieces replicated); a document's value does not depend on where it is scored."""
     num_particles = check_positive_int(num_particles, "num_particles")
+    place = _placer(devices)
     word_ids = np.asarray(word_ids, np.int64)
     doc_offsets = np.asarray(doc_offsets, np.int64)
     d = doc_offsets.shape[0] - 1
@@ -182,6 +201,8 @@ def left_to_right(key: Array, pieces: HeldOutPrior, word_ids: np.ndarray, doc_of
         docs = order[buckets == size]
         per_batch = max(1, min(len(docs), (1 << 22) // int(size * max(k_comp, g * num_particles))))
         per_batch = 1 << int(math.floor(math.log2(per_batch)))            # few distinct shapes
+        if devices:                                   # whole rows per device
+            per_batch = -(-per_batch // len(devices)) * len(devices)
         for start in range(0, len(docs), per_batch):
             batch = docs[start:start + per_batch]
             pad = per_batch - len(batch)
@@ -193,9 +214,9 @@ def left_to_right(key: Array, pieces: HeldOutPrior, word_ids: np.ndarray, doc_of
             words = np.where(mask, word_ids[tok_idx] if n else 0, 0).astype(np.int32)
             units = np.where(mask, local_unit[tok_idx] if n else 0, size - 1).astype(np.int32)
             keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.asarray(idx, jnp.int32))
-            vals = _left_to_right_batch(keys, jnp.asarray(words), jnp.asarray(units),
-                                        jnp.asarray(units_per_doc[idx], jnp.int32), pieces,
-                                        jnp.asarray(mask), num_particles)
+            vals = _left_to_right_batch(*place(keys, words, units,
+                                               units_per_doc[idx].astype(np.int32), mask),
+                                        pieces, num_particles)
             out[batch] = np.asarray(vals, np.float64)[:len(batch)]
     return out
 
@@ -293,7 +314,18 @@ def _left_to_right_method(model: Any, corpus: Corpus, key: Array, num_particles:
     make = getattr(model._module, "held_out_prior", None)
     pieces = make(model._state, model.params) if make is not None else _lda_like_prior(model)
     units = corpus.sentence_offsets if getattr(model._module, "HELD_OUT_UNITS", "tokens") == "sentences" else None
-    return left_to_right(key, pieces, corpus.word_ids, corpus.doc_offsets, units, num_particles)
+    return left_to_right(key, pieces, corpus.word_ids, corpus.doc_offsets, units, num_particles,
+                         devices=_model_devices(model))
+
+
+def _model_devices(model: Any) -> list | None:
+    """The devices a model fitted sharded ran on (``fit(devices=P)``: the first P of this
+    process, as the fit's mesh), where this process has them; None: the default device."""
+    shards = getattr(model, "shards", None)
+    if not shards or jax.process_count() > 1:
+        return None
+    devices = sorted(jax.local_devices(), key=lambda dv: dv.id)
+    return devices[:shards] if len(devices) >= shards else None
 
 
 def _completion_method(model: Any, corpus: Corpus, key: Array, num_sweeps: int = 50) -> np.ndarray:

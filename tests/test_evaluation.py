@@ -231,3 +231,33 @@ def test_a_completion_split_is_the_documents_own(split):
 
     short, long = observed_of_second(docs[0][:1]), observed_of_second(docs[0] * 5)
     assert len(short) == len(docs[3]) // 2 and short == long
+
+
+def test_a_sharded_models_left_to_right_runs_on_its_devices_with_the_same_values():
+    """A model fitted on 2 devices scores held-out documents split over those 2 (the batch's
+    arrays sharded along the documents); each document's value is the one-device value."""
+    import copy
+
+    import jax
+    from jaxtopics import evaluation
+    syn = jt.datasets.synthetic_lda(num_docs=50, num_words=60, num_topics=3,
+                                    mean_doc_length=15, seed=4)
+    train, held = syn.corpus.subset(np.arange(40)), syn.corpus.subset(np.arange(40, 50))
+    model = jt.LDA(3, num_blocks=4).fit(train, 6, seed=0, devices=2)
+    assert model.shards == 2
+    assert evaluation._model_devices(model) == sorted(jax.local_devices(), key=lambda d: d.id)[:2]
+    seen = []
+    real = evaluation._left_to_right_batch
+
+    def spy(*args):
+        seen.append(args[1].sharding)
+        return real(*args)
+    evaluation._left_to_right_batch = spy
+    try:
+        sharded = model.log_likelihood(held, num_particles=4)
+    finally:
+        evaluation._left_to_right_batch = real
+    assert seen and all(len(s.device_set) == 2 for s in seen)
+    single = copy.deepcopy(model)
+    single.shards = None
+    np.testing.assert_allclose(sharded, single.log_likelihood(held, num_particles=4), rtol=1e-6)
