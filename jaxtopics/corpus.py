@@ -80,6 +80,14 @@ class Corpus:
             int32; non-empty, no repeats), ids into ``label_names``. None if unlabelled.
             ``labels=`` given as one list of labels per document fills these three fields.
         label_names: the label of each label id, or None.
+
+    Example:
+        >>> import jaxtopics as jt
+        >>> corpus = jt.Corpus.from_texts(["apple banana apple", "car engine car road"])
+        >>> corpus
+        Corpus(num_docs=2, num_tokens=7, num_words=5)
+        >>> corpus.words(1), corpus.doc_lengths.tolist()
+        (['car', 'engine', 'car', 'road'], [3, 4])
     """
 
     word_ids: np.ndarray
@@ -296,16 +304,31 @@ class Corpus:
         return di
 
     def doc(self, d: int) -> np.ndarray:
-        """The word ids of document ``d`` (read-only view)."""
+        """The word ids of document ``d``.
+
+        Args:
+            d: the document's index, in [0, D).
+
+        Returns:
+            int32 [tokens of d], a read-only view of ``word_ids``."""
         d = self._check_doc(d)
         return self.word_ids[self.doc_offsets[d] : self.doc_offsets[d + 1]]
 
     def words(self, d: int) -> list[str]:
-        """The tokens of document ``d`` as strings."""
+        """The tokens of document ``d`` as strings.
+
+        Args:
+            d: the document's index, in [0, D).
+
+        Returns:
+            The words of its tokens, in order."""
         return [self.vocab[i] for i in self.doc(d).tolist()]
 
     def word_counts(self) -> np.ndarray:
-        """int64 [V] corpus frequency of each word."""
+        """The corpus frequency of each word.
+
+        Returns:
+            int64 [V]: the tokens of each word id."""
         return np.bincount(self.word_ids, minlength=self.num_words).astype(np.int64)
 
     @property
@@ -314,7 +337,13 @@ class Corpus:
         return None if self.label_names is None else len(self.label_names)
 
     def label_set(self, d: int) -> tuple[str, ...]:
-        """The labels of document ``d`` (names), in the order given; () if unlabelled."""
+        """The label set of document ``d``.
+
+        Args:
+            d: the document's index, in [0, D).
+
+        Returns:
+            Its labels (names) in the order given; () if the corpus has no label sets."""
         d = self._check_doc(d)
         if self.label_offsets is None:
             return ()
@@ -329,42 +358,67 @@ class Corpus:
         return [self.label_set(d) for d in range(self.num_docs)]
 
     def fingerprint(self, sentences: bool = False, version: int = 1) -> str:
-        """SHA-256 hex digest of the tokens, document offsets and vocabulary (and, with
-        `sentences`, of the sentence boundaries: what a sentence-level model's chain depends on).
-
-        ``version=2`` (what model files store since the multi-process release): ``"v2:"`` and a
-        digest that any split of the documents into contiguous parts computes alike, each part
-        hashing only its own documents (``fingerprint_parts``; the parts' sums and the totals
-        are combined by ``fingerprint_from_parts``), so a model fitted over P processes resumes
-        over any other number. ``version=1``: the digest below, of the whole arrays.
+        """SHA-256 hex digest of the tokens, document offsets and vocabulary.
 
         Any str hashes (lone surrogates too). Where a word holds a newline, the word lengths are
         hashed as well, so ("a\\nb", "c") and ("a", "b\\nc") differ; other vocabularies hash
         as they always did (fingerprints in existing model files stay valid).
-        """
+
+        Args:
+            sentences: hash the sentence boundaries too (a sentence-level model's chain needs them).
+            version: 1, the digest of the whole arrays; 2 (what model files store since the
+                multi-process release), ``"v2:"`` and a digest that any split of the documents
+                into contiguous parts computes alike (``fingerprint_parts``), so a model fitted
+                over P processes resumes over any other number.
+
+        Returns:
+            The hex digest."""
         return _fp.fingerprint(self, sentences, version)
 
     def fingerprint_counts(self, sentences: bool = False) -> np.ndarray:
-        """int64 [4]: tokens, documents, sentences (0 unless `sentences`), label entries: the
-        sizes a part of a split corpus contributes (summed for the totals, prefix-summed for
-        each part's offsets)."""
+        """The sizes a part of a split corpus contributes to its version-2 fingerprint.
+
+        Args:
+            sentences: count the sentences (else 0).
+
+        Returns:
+            int64 [4]: tokens, documents, sentences, label entries."""
         return _fp.fingerprint_counts(self, sentences)
 
     def fingerprint_parts(self, sentences: bool = False, offsets=(0, 0, 0, 0)) -> np.ndarray:
-        """uint64 sums (mod 2^64) over this corpus's tokens, documents, sentences and label
-        entries of a 64-bit hash of (global position, content), as the documents starting at
-        global `offsets` (``fingerprint_counts`` order) of a larger corpus: the parts of a split
-        corpus add up to the whole corpus's (``fingerprint(version=2)``)."""
+        """This corpus's part of the version-2 fingerprint of a larger corpus it is a part of.
+
+        Args:
+            sentences: hash the sentence boundaries too.
+            offsets: where its documents start in the larger corpus (``fingerprint_counts``
+                order: tokens, documents, sentences, label entries).
+
+        Returns:
+            uint64 [4]: sums (mod 2^64) over its tokens, documents, sentences and label entries
+            of a 64-bit hash of (global position, content); the parts add up to the whole's."""
         return _fp.fingerprint_parts(self, sentences, offsets)
 
     def fingerprint_from_parts(self, sentences: bool, counts, parts) -> str:
-        """The version-2 fingerprint from the totals (``fingerprint_counts`` summed over the
-        parts) and the parts' ``fingerprint_parts`` summed mod 2^64; the vocabulary and label
-        names are this corpus's (the same in every part)."""
+        """The version-2 fingerprint of a split corpus from its parts' sums; the vocabulary
+        and label names are this corpus's (the same in every part).
+
+        Args:
+            sentences: whether the parts hashed their sentence boundaries.
+            counts: the totals, ``fingerprint_counts`` summed over the parts.
+            parts: the parts' ``fingerprint_parts`` summed mod 2^64.
+
+        Returns:
+            ``fingerprint(sentences, version=2)`` of the whole corpus."""
         return _fp.fingerprint_from_parts(self, sentences, counts, parts)
 
     def require_nonempty_docs(self, model: str) -> None:
-        """Raise EmptyDocumentError if any document is empty (for models that need tokens)."""
+        """Refuse empty documents (for models that need tokens).
+
+        Args:
+            model: the model's name, for the message.
+
+        Raises:
+            EmptyDocumentError: a document is empty (naming the first ones)."""
         empty = np.flatnonzero(self.doc_lengths == 0)
         if empty.size:
             raise EmptyDocumentError(
@@ -376,9 +430,11 @@ class Corpus:
     def subset(self, doc_indices: Sequence[int] | np.ndarray) -> Corpus:
         """A corpus of the given documents (in the given order), same vocabulary.
 
-        ``doc_indices`` is a sequence of indices in [0, D) or a boolean mask of length D.
-        Sentence offsets, labels and names follow their documents.
-        """
+        Args:
+            doc_indices: indices in [0, D), or a boolean mask of length D.
+
+        Returns:
+            The new Corpus; sentence offsets, labels and names follow their documents."""
         idx = np.asarray(doc_indices)
         if idx.dtype.kind == "b":
             if idx.shape != (self.num_docs,):
@@ -465,10 +521,17 @@ class Corpus:
         text_options: TextOptions | None = None,
         label_names: Sequence[str] | None = None,
     ) -> Corpus:
-        """Validate and wrap arrays (see the class attributes for their meaning).
+        """Validate and wrap arrays.
 
-        ``labels`` is one int per document, or one label set (a list of str / int labels) per
-        document for multi-label models; ``label_names`` then fixes the id of each label."""
+        Args:
+            word_ids, doc_offsets, vocab, sentence_offsets, doc_names, text_options: the class
+                attributes of those names.
+            labels: one int per document, or one label set (a list of str / int labels) per
+                document for multi-label models.
+            label_names: fixes the id of each label of the label sets.
+
+        Returns:
+            The validated Corpus (CorpusError names what is wrong and where)."""
         return cls(
             word_ids=word_ids,
             doc_offsets=doc_offsets,
@@ -494,14 +557,22 @@ class Corpus:
     ) -> Corpus:
         """Build from documents given as lists of string tokens.
 
-        With ``sentences=True`` each document is a list of sentences, each a list of tokens.
         Tokens and ``vocab`` are NFC-normalised (as ``from_texts`` normalises texts), so a
-        decomposed "école" is the composed word. Without ``vocab`` the vocabulary is built in
-        first-seen order. With ``vocab``, a token
-        outside it raises CorpusError (``unknown="error"``) or is dropped (``unknown="drop"``).
-        ``labels``: one int per document, or one label set (list of labels) per document;
-        ``label_names`` fixes the label ids of label sets (e.g. those of a training corpus).
-        """
+        decomposed "école" is the composed word.
+
+        Args:
+            docs: one list of tokens per document; with ``sentences=True`` one list of
+                sentences per document, each a list of tokens.
+            vocab: the vocabulary; None builds it in first-seen order.
+            unknown: a token outside ``vocab`` raises CorpusError ("error") or is dropped
+                ("drop").
+            sentences: whether documents are given as sentences (kept as sentence_offsets).
+            labels: one int per document, or one label set (list of labels) per document.
+            doc_names: a name per document, or None.
+            label_names: fixes the label ids of label sets (e.g. a training corpus's).
+
+        Returns:
+            The validated Corpus."""
         if unknown not in ("error", "drop"):
             raise ParameterError(f"unknown must be 'error' or 'drop', got {unknown!r}")
         if isinstance(docs, (str, bytes)):
@@ -618,11 +689,30 @@ class Corpus:
 
         Steps: (split into sentences) -> NFC-normalise -> tokenise -> lowercase -> drop tokens
         shorter than ``min_length`` -> drop stop words -> keep words whose document frequency lies in
-        [min_df, max_df] (an int is a count, a float a fraction of documents).
-        The vocabulary is ordered by descending corpus frequency, then alphabetically.
-        Documents left empty are kept; with ``sentences=True`` empty sentences are dropped.
-        The per-text options are kept as ``corpus.text_options`` (:class:`TextOptions`), so a
-        model fitted to the corpus tokenises new texts the same way.
+        [min_df, max_df]. The vocabulary is ordered by descending corpus frequency, then
+        alphabetically. Documents left empty are kept. The per-text options are kept as
+        ``corpus.text_options`` (:class:`TextOptions`), so a model fitted to the corpus
+        tokenises new texts the same way.
+
+        Args:
+            texts: the documents' raw texts.
+            tokenizer: text -> tokens; None: :func:`default_tokenizer`.
+            lowercase, min_length: lowercase the tokens; the shortest token kept.
+            stop_words: "english" (:data:`ENGLISH_STOP_WORDS`), a collection of words, or None.
+            min_df, max_df: the document frequencies kept (an int is a count of documents, a
+                float a fraction of them).
+            sentences: split texts into sentences (``split_sentences``; empty ones dropped).
+            labels, doc_names, label_names: as in :meth:`from_token_lists`.
+
+        Returns:
+            The validated Corpus (CorpusError: no texts, or no token left).
+
+        Example:
+            >>> import jaxtopics as jt
+            >>> corpus = jt.Corpus.from_texts(["The cat sat. A dog ran!", "Cats and dogs."],
+            ...                               sentences=True)
+            >>> corpus.vocab, corpus.num_sentences
+            (('cat', 'cats', 'dog', 'dogs', 'ran', 'sat'), 3)
         """
         if isinstance(texts, (str, bytes)):
             raise CorpusError("texts must be an iterable of str, got a single string")
@@ -687,12 +777,25 @@ class Corpus:
         labels: Any = None,
         doc_names: Sequence[str] | None = None,
     ) -> Corpus:
-        """Build from gensim-style bag-of-words: each document a list of ``(word_id, count)``.
+        """Build from gensim-style bag-of-words.
 
-        Counts must be non-negative integers (integral floats such as 2.0 are accepted).
-        ``vocab`` may be a sequence of words or a mapping id -> word with ids 0..V-1 (e.g. a
-        gensim Dictionary); without it the words are ``str(id)`` for ``range(num_words)`` or
-        ``range(max id + 1)``. Each pair becomes ``count`` repeated tokens, in order.
+        Args:
+            docs: each document a list of ``(word_id, count)``; counts are non-negative integers
+                (integral floats such as 2.0 are accepted). Each pair becomes ``count``
+                repeated tokens, in order.
+            vocab: a sequence of words or a mapping id -> word with ids 0..V-1 (e.g. a gensim
+                Dictionary); None: the words are ``str(id)``.
+            num_words: V without a vocab (default: the largest id + 1).
+            labels, doc_names: as in :meth:`from_token_lists`.
+
+        Returns:
+            The validated Corpus.
+
+        Example:
+            >>> import jaxtopics as jt
+            >>> corpus = jt.Corpus.from_bow([[(0, 2), (1, 1)], [(2, 3)]], vocab=["x", "y", "z"])
+            >>> corpus.words(0), corpus.num_tokens
+            (['x', 'x', 'y'], 6)
         """
         if isinstance(docs, (str, bytes)):
             raise CorpusError("docs must be an iterable of (word_id, count) lists")
@@ -798,8 +901,15 @@ class Corpus:
         path: str | os.PathLike[str],
         vocab: str | os.PathLike[str] | Sequence[str] | None = None,
     ) -> Corpus:
-        """Read an LDA-C file; ``vocab`` is a vocabulary file path, a word sequence, or None
-        (words named ``str(id)``)."""
+        """Read an LDA-C file (:func:`jaxtopics.io.read_ldac`).
+
+        Args:
+            path: the LDA-C file.
+            vocab: a vocabulary file path (one word per line), a word sequence, or None (words
+                named ``str(id)``).
+
+        Returns:
+            The validated Corpus."""
         vocab_t: tuple[str, ...] | None
         if vocab is None:
             vocab_t = None
@@ -821,7 +931,13 @@ class Corpus:
     def from_uci(
         cls, docword_path: str | os.PathLike[str], vocab_path: str | os.PathLike[str]
     ) -> Corpus:
-        """Read UCI bag-of-words files (``docword.*.txt``, ``vocab.*.txt``)."""
+        """Read UCI bag-of-words files (:func:`jaxtopics.io.read_uci`).
+
+        Args:
+            docword_path, vocab_path: the ``docword.*.txt`` and ``vocab.*.txt`` files.
+
+        Returns:
+            The validated Corpus."""
         word_ids, doc_offsets, vocab = _io.read_uci(docword_path, vocab_path)
         return cls(word_ids=_frozen(word_ids), doc_offsets=_frozen(doc_offsets), vocab=vocab)
 
@@ -835,8 +951,15 @@ class Corpus:
     ) -> Corpus:
         """Read JSON lines (one object per document) and tokenise with :meth:`from_texts`.
 
-        Integer labels are kept; other labels (e.g. strings) get ids in first-seen order.
-        """
+        Args:
+            path: the ``.jsonl`` file.
+            text_key: the key of each object's text.
+            label_key: the key of its label, or None. Integer labels are kept; other labels
+                (e.g. strings) get ids in first-seen order.
+            **from_texts_kwargs: :meth:`from_texts`'s options.
+
+        Returns:
+            The validated Corpus."""
         texts, labels = _io.read_jsonl(path, text_key=text_key, label_key=label_key)
         _require_documents(path, texts)
         if labels is not None:
@@ -850,9 +973,14 @@ class Corpus:
                        **from_texts_kwargs: Any) -> Corpus:
         """Read one document per line and tokenise with :meth:`from_texts`.
 
-        ``labelled=True`` reads TopicModel4J's labelled lines ``label1--label2<TAB>text``: each
-        document's label set (for multi-label models such as DP-MRM) comes before the first tab.
-        """
+        Args:
+            path: the text file (a blank line is an empty document).
+            labelled: read TopicModel4J's labelled lines ``label1--label2<TAB>text``: each
+                document's label set (for multi-label models such as DP-MRM) before the tab.
+            **from_texts_kwargs: :meth:`from_texts`'s options.
+
+        Returns:
+            The validated Corpus."""
         if not labelled:
             return cls.from_texts(_require_documents(path, _io.read_text_lines(path)),
                                   **from_texts_kwargs)
