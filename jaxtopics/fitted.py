@@ -55,12 +55,35 @@ def _topic_ids(topics: Any, num_topics: int) -> np.ndarray:
 
 
 class FittedModel:
-    """A fitted chain: final state, trace, and read-outs. Returned by ``Estimator.fit``.
+    """A fitted chain: final state, trace, and read-outs. Returned by ``Estimator.fit`` and
+    ``jaxtopics.load``; the chain continues with ``resume``; ``save``/``jaxtopics.load`` persist it.
 
-    Attributes: model (name), params, vocab, seed, sweeps_done, trace (list of TracePoint),
-    corpus_fingerprint, text_options (how the training texts were tokenised, or None),
-    last_transform (a TransformInfo on the latest ``transform``). The chain continues with
-    ``resume``; ``save``/``jaxtopics.load`` persist it.
+    Attributes:
+        model: the model's name ("lda", "dmm", ...).
+        params: the model module's Params.
+        vocab: the training corpus's vocabulary.
+        seed: the chain's seed.
+        sweeps_done: sweeps run so far.
+        trace: the evaluations along the chain (a list of :class:`TracePoint`).
+        corpus_fingerprint: the training corpus's ``Corpus.fingerprint`` (``resume`` checks it).
+        num_tokens: N, the training corpus's tokens.
+        text_options: how the training texts were tokenised (``TextOptions``), or None.
+        last_transform: a TransformInfo on the latest ``transform``, or None.
+
+    Args:
+        model, params, vocab, seed, corpus_fingerprint, sweeps_done, trace, num_tokens: the
+            attributes above (an estimator's ``fit`` and ``jaxtopics.load`` build the object).
+        state: the chain's State (a pytree of device arrays).
+        data: the model's prepared Data of the training corpus, or None (prepared on ``resume``).
+
+    Example:
+        >>> import jaxtopics as jt
+        >>> corpus = jt.Corpus.from_texts(["apple banana apple cherry", "car engine wheel car"] * 10)
+        >>> model = jt.LDA(num_topics=2).fit(corpus, num_sweeps=50, seed=0)
+        >>> model
+        FittedModel(model='lda', num_topics=2, ..., sweeps_done=50, seed=0)
+        >>> model.topic_word.shape, model.doc_topic.shape, model.assignments.shape
+        ((2, 6), (20, 2), (80,))
     """
 
     text_options: TextOptions | None = None
@@ -176,9 +199,12 @@ class FittedModel:
 
     @in_32_bits
     def log_joint_per_token(self) -> float:
-        """Collapsed log p(w, z) / N of the current state (tomotopy's ``ll_per_word``): the
-        trace's last value when it was evaluated at this state (so a fitted model, its trace
-        and the model loaded from its file agree to the bit, on any number of devices)."""
+        """Collapsed log p(w, z) / N of the current state (tomotopy's ``ll_per_word``).
+
+        Returns:
+            A float: the trace's last value when it was evaluated at this state (so a fitted
+            model, its trace and the model loaded from its file agree to the bit, on any
+            number of devices)."""
         if self.trace and self.trace[-1].sweep == self.sweeps_done:    # evaluated at this state
             return self.trace[-1].log_joint_per_token
         if self._data is not None:
@@ -191,9 +217,24 @@ class FittedModel:
 
     def top_words(self, n: int = 10, topic: int | None = None
                   ) -> list[list[tuple[str, float]]] | list[tuple[str, float]]:
-        """The n most probable words of each topic as (word, p) pairs (or of one `topic`), in
-        ``top_word_ids``'s order: a topic's words with counts first; where it holds fewer than n
-        distinct words the rest are filled in at the prior's p."""
+        """The n most probable words of each topic, in ``top_word_ids``'s order: a topic's words
+        with counts first; where it holds fewer than n distinct words the rest are filled in at
+        the prior's p.
+
+        Args:
+            n: words per topic.
+            topic: one topic's index, or None for every topic.
+
+        Returns:
+            One list of (word, p) pairs per topic, or the one list of `topic`.
+
+        Example:
+            >>> import jaxtopics as jt
+            >>> corpus = jt.Corpus.from_texts(["apple banana apple cherry", "car engine wheel car"] * 10)
+            >>> model = jt.LDA(num_topics=2).fit(corpus, num_sweeps=50, seed=0)
+            >>> sorted(sorted(word for word, p in words) for words in model.top_words(3))
+            [['apple', 'banana', 'cherry'], ['car', 'engine', 'wheel']]
+        """
         n = check_positive_int(n, "n (the number of top words)", high=None)
         if topic is not None:
             topic = check_int(topic, "topic", high=None)
@@ -206,15 +247,30 @@ class FittedModel:
         return out if topic is None else out[0]
 
     def top_word_ids(self, n: int = 10, topics: Any = None) -> np.ndarray:
-        """The n most probable words' ids of each topic (or of `topics`), [topics, min(n, V)],
-        by decreasing phi, ties by lower id (as ``top_words``); sorted a few thousand topics at
-        a time, with no Python object per word: the way to read the top words of 10^6 topics.
-        `topics`: topic ids (a 1-D sequence of ints) or a boolean mask over the topics.
+        """The n most probable words' ids of each topic, by decreasing phi, ties by lower id (as
+        ``top_words``); sorted a few thousand topics at a time, with no Python object per word:
+        the way to read the top words of 10^6 topics.
 
         The words a topic holds tokens of (count > 0) come first; the others all have the
         prior's phi, and fill in a topic that holds fewer than n distinct words: words some
         topic holds before words no training token is (a vocabulary built on more documents
-        than the model saw), each by lower id."""
+        than the model saw), each by lower id.
+
+        Args:
+            n: words per topic.
+            topics: topic ids (a 1-D sequence of ints) or a boolean mask over the topics; None:
+                all K.
+
+        Returns:
+            int64 [topics, min(n, V)]: word ids into ``vocab``.
+
+        Example:
+            >>> import jaxtopics as jt
+            >>> corpus = jt.Corpus.from_texts(["apple banana apple cherry", "car engine wheel car"] * 10)
+            >>> model = jt.LDA(num_topics=2).fit(corpus, num_sweeps=50, seed=0)
+            >>> sorted(model.vocab[i] for i in model.top_word_ids(1)[:, 0])
+            ['apple', 'car']
+        """
         n = check_positive_int(n, "n (the number of top words)", high=None)
         phi = self.topic_word
         topics = np.arange(phi.shape[0]) if topics is None else _topic_ids(topics, phi.shape[0])
@@ -269,16 +325,34 @@ class FittedModel:
     def coherence(self, corpus: Corpus, measure: str = "c_v", top_n: int = 10, *,
                   window_size: int | None | str = "default", topics: Any = None,
                   eps: float = 1e-12) -> np.ndarray:
-        """float64 [topics]: the coherence of each topic's `top_n` words in the reference
-        `corpus` (usually the training corpus), ``jaxtopics.topic_coherence``'s measures:
-        "c_v" (default), "c_npmi", "c_uci", "u_mass". `topics` as in ``top_word_ids`` (default
-        all K). Only words a topic holds tokens of are scored: a topic holding fewer than
-        `top_n` distinct words is scored on those it holds (``top_words`` fills in the rest at
-        the prior's p, words the topic never drew), and one holding fewer than 2 (none: an empty
+        """The coherence of each topic's top words in a reference corpus.
+
+        Only words a topic holds tokens of are scored: a topic holding fewer than `top_n`
+        distinct words is scored on those it holds (``top_words`` fills in the rest at the
+        prior's p, words the topic never drew), and one holding fewer than 2 (none: an empty
         topic or cluster) scores NaN (``np.nanmean`` averages the rest). So the training corpus
         holds every scored word. Words are matched to the corpus by their string. In a
         multi-process run every process calls it with its own documents (a collective): the
-        counts are summed over them."""
+        counts are summed over them.
+
+        Args:
+            corpus: the reference corpus (usually the training corpus).
+            measure: ``jaxtopics.topic_coherence``'s measures: "c_v" (default), "c_npmi",
+                "c_uci", "u_mass".
+            top_n: the top words scored per topic.
+            window_size, eps: as in ``jaxtopics.topic_coherence``.
+            topics: as in ``top_word_ids`` (default all K).
+
+        Returns:
+            float64 [topics]: one score per topic.
+
+        Example:
+            >>> import jaxtopics as jt
+            >>> corpus = jt.Corpus.from_texts(["apple banana apple cherry", "car engine wheel car"] * 10)
+            >>> model = jt.LDA(num_topics=2).fit(corpus, num_sweeps=50, seed=0)
+            >>> model.coherence(corpus, "c_npmi", top_n=3).shape
+            (2,)
+        """
         from .coherence import WindowCounts, check_measure, words_coherence
         from .distributed import process_sum
         check_measure(measure, window_size)
@@ -312,7 +386,26 @@ class FittedModel:
         return out
 
     def summary(self, n: int = 8) -> str:
-        """Human-readable summary: model, sizes, hyper-parameters, trace, top words per topic."""
+        """Human-readable summary: model, sizes, hyper-parameters, trace, top words per topic.
+
+        Args:
+            n: top words shown per topic.
+
+        Returns:
+            The summary, one line per topic after a header.
+
+        Example:
+            >>> import jaxtopics as jt
+            >>> corpus = jt.Corpus.from_texts(["apple banana apple cherry", "car engine wheel car"] * 10)
+            >>> model = jt.LDA(num_topics=2).fit(corpus, num_sweeps=50, seed=0)
+            >>> print(model.summary(n=3))
+            <LDA K=2, V=6, N=80, D=20, sweeps=50, seed=0>
+            params: num_topics=2, alpha=0.1, beta=0.01, ...
+            log joint per token: ... (after 50 sweeps)
+            topics (share of tokens: top words):
+              #0 ...
+              #1 ...
+        """
         n = check_positive_int(n, "n (the number of top words)", high=None)
         p = self.params
         theta = self.doc_topic
@@ -346,17 +439,34 @@ class FittedModel:
                progress: bool | None = None, checkpoint_every: int | None = None,
                checkpoint_path: str | os.PathLike | None = None,
                devices: int | str | None = None) -> "FittedModel":
-        """Continue the same chain for `num_sweeps` more sweeps (in place; returns self).
+        """Continue the same chain for `num_sweeps` more sweeps (in place).
 
-        Bitwise identical to having run all sweeps at once (with the same `devices`). `corpus`
-        must be the one the model was fitted on (checked by fingerprint). `devices=None`
-        continues on the devices the chain ran on so far (``shards``, saved in the model file);
-        another count continues as a different chain (``ShardLayoutWarning``). `devices`: shard the
-        documents over the first `devices` devices (``jaxtopics.distributed``: the model's
-        ``parallel`` kernel, for every model whose module declares ``SHARDING``: all of them; LDA's
-        MH draws are refused); ``"auto"`` uses every device of
-        ``jax.devices()`` when the model's kernel can be sharded, else one
-        (``resolve_devices``); None runs on the default device.
+        Bitwise identical to having run all sweeps at once (with the same `devices`).
+
+        Args:
+            corpus: the corpus the model was fitted on (checked by fingerprint).
+            num_sweeps: sweeps to run.
+            eval_every: sweeps between trace points (and one at the end).
+            progress: a progress bar; None: only when stderr is a terminal.
+            checkpoint_every, checkpoint_path: save the model to `checkpoint_path` (atomically)
+                every `checkpoint_every` sweeps; the two go together.
+            devices: shard the documents over the first `devices` devices
+                (``jaxtopics.distributed``: the model's ``parallel`` kernel, for every model
+                whose module declares ``SHARDING``: all of them; LDA's MH draws are refused);
+                ``"auto"`` uses every device of ``jax.devices()`` when the model's kernel can be
+                sharded, else one (``resolve_devices``). None continues on the devices the
+                chain ran on so far (``shards``, saved in the model file); another count
+                continues as a different chain (``ShardLayoutWarning``).
+
+        Returns:
+            self, with ``sweeps_done`` and ``trace`` extended.
+
+        Example:
+            >>> import jaxtopics as jt
+            >>> corpus = jt.Corpus.from_texts(["apple banana apple cherry", "car engine wheel car"] * 10)
+            >>> model = jt.LDA(num_topics=2).fit(corpus, num_sweeps=50, seed=0)
+            >>> model.resume(corpus, num_sweeps=10).sweeps_done
+            60
         """
         _require_same_settings(**self.params._asdict(), model=self.model, seed=self.seed,
                                sweeps_done=self.sweeps_done, num_sweeps=num_sweeps,
@@ -457,14 +567,32 @@ class FittedModel:
     @in_32_bits
     def transform(self, docs: Corpus | Iterable[str], num_sweeps: int = 50,
                   seed: int = 0) -> np.ndarray:
-        """theta [D_new, K] for unseen documents (fold-in with the topics held fixed).
+        """Topic proportions of unseen documents (fold-in with the topics held fixed).
 
-        `docs` is raw texts, tokenised as the training texts were (``self.text_options``: the
-        model remembers how ``Corpus.from_texts`` tokenised them), or a Corpus with its own
-        vocabulary. Either way every token is mapped onto the model's vocabulary by its word,
-        never by its id: tokens of words the model does not know are dropped, counted in
-        ``self.last_transform`` (a TransformInfo) and reported with an UnknownWordsWarning. A
-        document left with no known word gets the prior mean.
+        Every token is mapped onto the model's vocabulary by its word, never by its id: tokens
+        of words the model does not know are dropped, counted in ``self.last_transform`` (a
+        TransformInfo) and reported with an UnknownWordsWarning. A document left with no known
+        word gets the prior mean.
+
+        Args:
+            docs: raw texts, tokenised as the training texts were (``self.text_options``: the
+                model remembers how ``Corpus.from_texts`` tokenised them), or a Corpus with its
+                own vocabulary.
+            num_sweeps: fold-in sweeps.
+            seed: the fold-in's seed.
+
+        Returns:
+            theta [D_new, K], rows sum to 1.
+
+        Example:
+            >>> import jaxtopics as jt
+            >>> corpus = jt.Corpus.from_texts(["apple banana apple cherry", "car engine wheel car"] * 10)
+            >>> model = jt.LDA(num_topics=2).fit(corpus, num_sweeps=50, seed=0)
+            >>> theta = model.transform(["cherry apple banana", "car wheel"])
+            >>> theta.shape, theta.sum(1).round(2).tolist()
+            ((2, 2), [1.0, 1.0])
+            >>> theta.argmax(1).tolist() == model.doc_topic[:2].argmax(1).tolist()  # the twins'
+            True
         """
         num_sweeps = check_positive_int(num_sweeps, "num_sweeps")
         key = seed_key(seed)
@@ -479,16 +607,30 @@ class FittedModel:
     @in_32_bits
     def log_likelihood(self, docs: Corpus | Iterable[str], method: str | None = None,
                        seed: int = 0, **options: Any) -> np.ndarray:
-        """Held-out log p(w_d | trained model) [D] float64 in nats, one value per document.
+        """Held-out log p(w_d | trained model) in nats, one value per document.
 
-        `docs`: a Corpus or raw texts, matched to the model's vocabulary by word as in
-        ``transform``. `method`: "left_to_right" (Wallach et al. 2009; the default of the token
-        and sentence models), "completion" (theta folded in from a seeded random half of each
-        document's tokens, the other half scored), "exact" (DMM, DPMM: the sum over clusters, their default),
-        "corrected_theta" (DP-MRM's own, its default). Options: ``num_particles=10``
-        (left-to-right), ``num_sweeps=50`` (fold-in). See ``jaxtopics.evaluation``.
+        Args:
+            docs: a Corpus or raw texts, matched to the model's vocabulary by word as in
+                ``transform``.
+            method: "left_to_right" (Wallach et al. 2009; the default of the token and sentence
+                models), "completion" (theta folded in from a seeded random half of each
+                document's tokens, the other half scored), "exact" (DMM, DPMM: the sum over
+                clusters, their default), "corrected_theta" (DP-MRM's own, its default); None:
+                the model's default.
+            seed: the seed of the particles or of the fold-in.
+            **options: ``num_particles=10`` (left-to-right), ``num_sweeps=50`` (fold-in). See
+                ``jaxtopics.evaluation``.
 
-        Example: ``model.log_likelihood(["a held-out text"], seed=1)`` -> ``array([-23.1])``.
+        Returns:
+            float64 [D]: log p(w_d) of each document.
+
+        Example:
+            >>> import jaxtopics as jt
+            >>> corpus = jt.Corpus.from_texts(["apple banana apple cherry", "car engine wheel car"] * 10)
+            >>> model = jt.LDA(num_topics=2).fit(corpus, num_sweeps=50, seed=0)
+            >>> ll = model.log_likelihood(["cherry apple banana", "car wheel"], seed=1)
+            >>> ll.shape, bool((ll < 0).all())
+            ((2,), True)
         """
         from . import evaluation
         return evaluation.log_likelihood(self, docs, method, seed, **options)
@@ -496,14 +638,40 @@ class FittedModel:
     @in_32_bits
     def perplexity(self, docs: Corpus | Iterable[str], method: str | None = None, seed: int = 0,
                    **options: Any) -> float:
-        """Held-out perplexity exp(-sum_d log p(w_d) / scored tokens) (``log_likelihood``'s
-        methods and options; "completion" scores the second halves' tokens)."""
+        """Held-out perplexity exp(-sum_d log p(w_d) / scored tokens).
+
+        Args:
+            docs, method, seed, **options: as in ``log_likelihood`` ("completion" scores the
+                second halves' tokens).
+
+        Returns:
+            The perplexity, a float (lower is better; V for a uniform model).
+
+        Example:
+            >>> import jaxtopics as jt
+            >>> corpus = jt.Corpus.from_texts(["apple banana apple cherry", "car engine wheel car"] * 10)
+            >>> model = jt.LDA(num_topics=2).fit(corpus, num_sweeps=50, seed=0)
+            >>> 1 < model.perplexity(["cherry apple banana", "car wheel"]) < corpus.num_words
+            True
+        """
         from . import evaluation
         return evaluation.perplexity(self, docs, method, seed, **options)
 
     @in_32_bits
     def save(self, path: str | os.PathLike) -> None:
-        """Write the model to one file (npz + json metadata, version-tagged, atomic)."""
+        """Write the model to one file (npz + json metadata, version-tagged, atomic).
+
+        Args:
+            path: the file (``.jtm`` by convention); ``jaxtopics.load`` reads it back.
+
+        Example:
+            >>> import jaxtopics as jt
+            >>> corpus = jt.Corpus.from_texts(["apple banana apple cherry", "car engine wheel car"] * 10)
+            >>> model = jt.LDA(num_topics=2).fit(corpus, num_sweeps=50, seed=0)
+            >>> model.save("lda.jtm")
+            >>> jt.load("lda.jtm").sweeps_done
+            50
+        """
         _check_file_name(path)
         state = self._state            # every process of a multi-process run gathers it ...
         if jax.process_index() != 0:    # ... and process 0 alone writes the file
@@ -533,10 +701,17 @@ class FittedHDP(FittedModel):
         """An LDA fitted object initialised from this state, to continue with LDA's kernels.
 
         K = the active topics, each token keeps its topic (numbered as ``topic_word``'s rows).
-        `alpha` defaults to the HDP's alpha / K (the same total prior mass per document),
-        `beta` to the HDP's. The LDA chain starts at sweep 0 with this model's seed; continue it
-        with ``.resume(corpus, num_sweeps)`` (the corpus this model was fitted on).
-        """
+        The LDA chain starts at sweep 0 with this model's seed; continue it with
+        ``.resume(corpus, num_sweeps)`` (the corpus this model was fitted on).
+
+        Args:
+            alpha: LDA's alpha; None: the HDP's alpha / K (the same total prior mass per
+                document).
+            beta: LDA's beta; None: the HDP's.
+            sampler, **options: LDA's other settings (``jt.LDA``'s arguments).
+
+        Returns:
+            A FittedModel of model "lda", at sweep 0."""
         state = self._state
         slots = hdp.active_topics(state)
         z = jnp.asarray(hdp.assignments(state))
@@ -571,8 +746,14 @@ class FittedHDP(FittedModel):
 
 
 def params_repr(params: Any) -> str:
-    """A model's parameters as keyword arguments (``num_topics=20, alpha=0.1, ...``): what an
-    estimator's and a fitted model's repr show."""
+    """A model's parameters as keyword arguments: what an estimator's and a fitted model's
+    repr show.
+
+    Args:
+        params: a model module's Params.
+
+    Returns:
+        ``"num_topics=20, alpha=0.1, ..."``."""
     return ", ".join(f"{k}={v!r}" for k, v in params._asdict().items())
 
 
