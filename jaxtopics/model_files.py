@@ -38,9 +38,24 @@ __all__ = ["load"]
 def load(path: str | os.PathLike) -> FittedModel:
     """Restore a model written by ``FittedModel.save`` (``resume`` needs the same corpus).
 
-    Nothing in the file is trusted: a missing or malformed entry, parameters that
-    ``check_params`` refuses, or arrays whose shapes disagree with each other (K, V, N, D) raise
-    a FormatError naming the file and the entry.
+    Args:
+        path: the model file.
+
+    Returns:
+        The FittedModel (a FittedHDP for an HDP), as it was saved.
+
+    Raises:
+        FormatError: nothing in the file is trusted: a missing or malformed entry, parameters
+            that ``check_params`` refuses, or arrays whose shapes disagree with each other (K,
+            V, N, D) raise it, naming the file and the entry.
+
+    Example:
+        >>> import jaxtopics as jt
+        >>> corpus = jt.Corpus.from_texts(["apple banana apple cherry", "car engine wheel car"] * 10)
+        >>> jt.LDA(num_topics=2).fit(corpus, num_sweeps=50, seed=0).save("lda.jtm")
+        >>> model = jt.load("lda.jtm")
+        >>> model.model, model.sweeps_done, model.resume(corpus, num_sweeps=10).sweeps_done
+        ('lda', 50, 60)
     """
     # the registry at call time: estimators.py imports (through fitted.py) this module
     from .estimators import MODELS

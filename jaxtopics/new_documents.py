@@ -23,11 +23,26 @@ __all__ = ["TransformInfo"]
 
 
 class TransformInfo(NamedTuple):
-    """What ``FittedModel.transform`` did with the new documents' tokens.
+    """What ``FittedModel.transform`` did with the new documents' tokens (its
+    ``last_transform``).
 
-    num_docs: documents folded in. num_tokens: tokens of words the model knows (folded in).
-    dropped_tokens: tokens of other words (dropped). unknown_words: those words, each once.
-    empty_docs: indices of the documents with no known token (their theta is the prior mean).
+    Attributes:
+        num_docs: documents folded in.
+        num_tokens: tokens of words the model knows (folded in).
+        dropped_tokens: tokens of other words (dropped).
+        unknown_words: those words, each once.
+        empty_docs: indices of the documents with no known token (their theta is the prior mean).
+
+    Example:
+        >>> import warnings
+        >>> import jaxtopics as jt
+        >>> corpus = jt.Corpus.from_texts(["apple banana apple cherry", "car engine wheel car"] * 10)
+        >>> model = jt.LDA(num_topics=2).fit(corpus, num_sweeps=50, seed=0)
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore", jt.UnknownWordsWarning)
+        ...     theta = model.transform(["cherry apple zebra", "car wheel"])
+        >>> model.last_transform
+        TransformInfo(num_docs=2, num_tokens=4, dropped_tokens=1, unknown_words=('zebra',), empty_docs=())
     """
 
     num_docs: int

@@ -25,7 +25,14 @@ __all__ = ["NumTopicsRow", "NumTopicsReport", "compare_num_topics", "split_docum
 
 class NumTopicsRow(NamedTuple):
     """One K: held-out perplexity and mean coherence, mean and standard deviation over seeds
-    (ddof=1; 0 for one seed), and each seed's values."""
+    (ddof=1; 0 for one seed), and each seed's values.
+
+    Attributes:
+        num_topics: K.
+        perplexity, perplexity_std: held-out perplexity, mean and sd over the seeds.
+        coherence, coherence_std: mean topic coherence, mean and sd over the seeds (NaN when
+            not measured).
+        per_seed_perplexity, per_seed_coherence: each seed's values."""
 
     num_topics: int
     perplexity: float
@@ -37,7 +44,13 @@ class NumTopicsRow(NamedTuple):
 
 
 class NumTopicsReport(NamedTuple):
-    """Rows per K (in the order given), the held-out method and coherence measure used."""
+    """What :func:`compare_num_topics` found; ``str()`` is a table, one row per K.
+
+    Attributes:
+        rows: one :class:`NumTopicsRow` per K, in the order given.
+        method: the held-out method used.
+        measure: the coherence measure used, or None.
+        num_train_docs, num_held_out_docs: the documents fitted and held out."""
 
     rows: tuple[NumTopicsRow, ...]
     method: str
@@ -64,8 +77,25 @@ class NumTopicsReport(NamedTuple):
 
 
 def split_documents(corpus: Corpus, fraction: float = 0.1, seed: int = 0) -> tuple[Corpus, Corpus]:
-    """(train, held_out): a seeded random `fraction` of the documents held out (at least one,
-    and at least one left to train on)."""
+    """Hold out a seeded random share of the documents.
+
+    Args:
+        corpus: the documents.
+        fraction: the share held out, in (0, 1) (at least one document, and at least one left
+            to train on).
+        seed: the draw's seed.
+
+    Returns:
+        (train, held_out), two Corpus objects with the corpus's vocabulary.
+
+    Example:
+        >>> import jaxtopics as jt
+        >>> from jaxtopics.selection import split_documents
+        >>> corpus = jt.Corpus.from_texts(["apple banana apple cherry", "car engine wheel car"] * 10)
+        >>> train, held_out = split_documents(corpus, fraction=0.1)
+        >>> train.num_docs, held_out.num_docs
+        (18, 2)
+    """
     if isinstance(fraction, bool) or not isinstance(fraction, (int, float, np.floating)) \
             or not 0 < fraction < 1:
         raise ParameterError(f"held_out must be a Corpus or a fraction in (0, 1), got {fraction!r}")
@@ -84,21 +114,46 @@ def compare_num_topics(estimator: Any, corpus: Corpus, num_topics: Sequence[int]
                        num_sweeps: int = 200, method: str | None = None,
                        coherence: str | None = "c_npmi", top_n: int = 10,
                        vmap_seeds: bool | None = None, **options: Any) -> NumTopicsReport:
-    """Fit ``estimator(num_topics=K, **options)`` (``estimator`` a class such as ``jt.LDA``;
-    ``num_clusters=K`` for DMM) for every K and seed on `corpus` less the held-out documents,
-    and report held-out perplexity (`method`, the model's default when None) and mean topic
-    `coherence` (None: skip) on the training documents.
+    """Fit ``estimator(num_topics=K, **options)`` for every K and seed on `corpus` less the
+    held-out documents, and report held-out perplexity and mean topic coherence on the
+    training documents.
 
-    `vmap_seeds`: run the seeds of one K together (``Estimator.fit_chains``: one vmapped loop)
-    rather than one after another. None (default): together on an accelerator (GPU, TPU), one
-    after another on a CPU, where the batched loop measured slower (LDA 1.1x, PTM 1.2x, DMM
-    4x on 2 cores: ``scripts/bench_chains.py``, ``docs/benchmarks.md``). Either way a seed's chain is the chain ``fit`` runs, up to
-    float rounding in the batch.
+    Args:
+        estimator: an estimator class such as ``jt.LDA`` (``num_clusters=K`` for DMM).
+        corpus: the documents.
+        num_topics: the values of K to compare.
+        held_out: a Corpus of held-out documents, or the share of `corpus` to hold out
+            (:func:`split_documents`).
+        seeds: one chain per seed and K.
+        num_sweeps: sweeps per chain.
+        method: the held-out method (``FittedModel.log_likelihood``); None: the model's default.
+        coherence: the coherence measure (``FittedModel.coherence``); None: skip it.
+        top_n: top words per topic scored for coherence.
+        vmap_seeds: run the seeds of one K together (``Estimator.fit_chains``: one vmapped
+            loop) rather than one after another. None: together on an accelerator (GPU, TPU),
+            one after another on a CPU, where the batched loop measured slower (LDA 1.1x, PTM
+            1.2x, DMM 4x on 2 cores: ``scripts/bench_chains.py``, ``docs/benchmarks.md``).
+            Either way a seed's chain is the chain ``fit`` runs, up to float rounding in the
+            batch.
+        **options: the estimator's other settings.
 
-    Example::
+    Returns:
+        A :class:`NumTopicsReport` (``print`` it for a table; ``.best`` is the K of lowest
+        perplexity).
 
-        report = jt.compare_num_topics(jt.LDA, corpus, [5, 10, 20], seeds=(0, 1))
-        print(report); report.best
+    Example:
+        >>> import jaxtopics as jt
+        >>> corpus = jt.Corpus.from_texts(["apple banana apple cherry", "car engine wheel car"] * 10)
+        >>> held_out = jt.Corpus.from_texts(["cherry apple banana", "car wheel"])
+        >>> report = jt.compare_num_topics(jt.LDA, corpus, [2, 3], held_out=held_out,
+        ...                                seeds=(0,), num_sweeps=50)
+        >>> [row.num_topics for row in report.rows], report.best
+        ([2, 3], 2)
+        >>> print(report)
+        held-out perplexity (left_to_right, 2 documents; lower is better) and mean c_npmi ...
+             K            perplexity           coherence
+             2 ... <- best
+             3 ...
     """
     from .coherence import check_measure
     from .evaluation import methods_of
