@@ -60,10 +60,12 @@ EPS = 1e-12
 
 
 class WindowCounts(NamedTuple):
-    """Window counts of T topics' n top words in a reference corpus.
+    """Window counts of T topics' n top words in a reference corpus (int64).
 
-    windows: the number of windows; word [T, n]: windows holding each word; pair [T, n, n]:
-    windows holding both words (symmetric, the diagonal equal to ``word``). int64."""
+    Attributes:
+        windows: the number of windows.
+        word: [T, n] windows holding each word.
+        pair: [T, n, n] windows holding both words (symmetric, the diagonal equal to ``word``)."""
     windows: int
     word: np.ndarray
     pair: np.ndarray
@@ -104,9 +106,26 @@ def check_eps(eps: Any) -> float:
 
 
 def window_counts(top_ids: Any, corpus: Corpus, window_size: int | None) -> WindowCounts:
-    """Window counts (see the module docstring) of the words `top_ids` [T, n] (ids in `corpus`'s
-    vocabulary; -1: a word the corpus does not hold, counted 0) over the documents of `corpus`,
-    with sliding windows of `window_size` tokens (None: each document is one window)."""
+    """Window counts (see the module docstring) of topics' top words over the documents of a
+    corpus.
+
+    Args:
+        top_ids: [T, n] word ids in `corpus`'s vocabulary (-1: a word the corpus does not hold,
+            counted 0).
+        corpus: the reference corpus.
+        window_size: sliding windows of this many tokens; None: each document is one window.
+
+    Returns:
+        A :class:`WindowCounts`; those of disjoint parts of a corpus sum to the whole's.
+
+    Example:
+        >>> import jaxtopics as jt
+        >>> from jaxtopics.coherence import window_counts
+        >>> corpus = jt.Corpus.from_texts(["apple banana apple cherry", "car engine wheel car"] * 10)
+        >>> counts = window_counts([[0, 2], [0, 1]], corpus, None)   # apple banana, apple car
+        >>> counts.windows, counts.word.tolist(), counts.pair[:, 0, 1].tolist()
+        (20, [[10, 10], [10, 10]], [10, 0])
+    """
     ids = np.asarray(top_ids, np.int64)
     if ids.ndim != 2:
         raise ParameterError(f"top_ids must be [topics, words], got shape {ids.shape}")
@@ -173,9 +192,19 @@ def _union_size(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarra
 
 
 def coherence_scores(counts: WindowCounts, measure: str, eps: float = EPS) -> np.ndarray:
-    """float64 [T]: each topic's coherence from its window counts (module docstring), finite for
-    every `eps` in (0, 1). Every word must occur in some window (u_mass divides by P(w_j), the
-    others by P(w_i) P(w_j)); CorpusError otherwise."""
+    """Each topic's coherence from its window counts (module docstring).
+
+    Args:
+        counts: the topics' :func:`window_counts`.
+        measure: one of ``MEASURES``: "u_mass", "c_uci", "c_npmi", "c_v".
+        eps: in (0, 1), smooths pairs that never co-occur.
+
+    Returns:
+        float64 [T], finite for every `eps` in (0, 1).
+
+    Raises:
+        CorpusError: a word occurs in no window (u_mass divides by P(w_j), the others by
+            P(w_i) P(w_j))."""
     measure, _ = check_measure(measure)
     eps = check_eps(eps)
     n = counts.word.shape[1]
@@ -215,14 +244,32 @@ def coherence_scores(counts: WindowCounts, measure: str, eps: float = EPS) -> np
 
 def topic_coherence(topics: Iterable[Iterable[str]], corpus: Corpus, measure: str = "c_v", *,
                     window_size: int | None | str = "default", eps: float = EPS) -> np.ndarray:
-    """float64 [T]: the coherence of each topic, given as its top words (strings, most probable
-    first, the same number for every topic), in the reference `corpus` (module docstring).
+    """The coherence of each topic, given as its top words, in a reference corpus (Röder et al.
+    2015; module docstring).
 
-    `window_size`: the sliding window in tokens ("default": the measure's own, 10 for c_uci and
-    c_npmi, 110 for c_v; None: each document is one window, u_mass's default). Words are matched
-    to the corpus by their string. A word that occurs in none of the corpus's windows is refused
-    (the measures divide by its probability), naming it and its topic. `eps` in (0, 1) smooths
-    pairs that never co-occur (module docstring: NPMI stays in [-1, 1], scores finite).
+    Args:
+        topics: each topic's top words (strings, most probable first, the same number for every
+            topic); matched to the corpus by their string.
+        corpus: the reference corpus.
+        measure: "c_v" (default), "c_npmi", "c_uci" or "u_mass".
+        window_size: the sliding window in tokens ("default": the measure's own, 10 for c_uci
+            and c_npmi, 110 for c_v; None: each document is one window, u_mass's default).
+        eps: in (0, 1), smooths pairs that never co-occur (NPMI stays in [-1, 1], scores
+            finite).
+
+    Returns:
+        float64 [T]: one score per topic.
+
+    Raises:
+        CorpusError: a word occurs in none of the corpus's windows (the measures divide by its
+            probability), naming it and its topic.
+
+    Example:
+        >>> import jaxtopics as jt
+        >>> corpus = jt.Corpus.from_texts(["apple banana apple cherry", "car engine wheel car"] * 10)
+        >>> topics = [["apple", "banana", "cherry"], ["apple", "car", "wheel"]]
+        >>> jt.topic_coherence(topics, corpus, "c_npmi").round(2).tolist()
+        [1.0, -0.3]
     """
     return words_coherence(topics, corpus, measure, window_size=window_size, eps=eps)
 
@@ -232,12 +279,19 @@ def words_coherence(topics: Iterable[Iterable[str]], corpus: Corpus, measure: st
                     total: Callable[[WindowCounts], WindowCounts] = lambda counts: counts,
                     sizes: Any = None, names: Sequence[Any] | None = None,
                     hint: str = "(e.g. the training corpus)") -> np.ndarray:
-    """:func:`topic_coherence`, with `total` mapping this corpus's window counts to those of the
-    whole reference corpus (a multi-process fit: the sum over the processes' documents).
+    """:func:`topic_coherence`, for a reference corpus split over processes.
 
-    `sizes` [T] (ints >= 2): score only each topic's first sizes[k] words (the rest are counted,
-    never required or scored). `names`: each topic's name in an error (default its position);
-    `hint`: where to find a corpus that holds the words, in that error."""
+    Args:
+        topics, corpus, measure, window_size, eps: as in :func:`topic_coherence`.
+        total: maps this corpus's window counts to those of the whole reference corpus (a
+            multi-process fit: the sum over the processes' documents).
+        sizes: [T] ints >= 2: score only each topic's first sizes[k] words (the rest are
+            counted, never required or scored); None: all.
+        names: each topic's name in an error (default its position).
+        hint: where to find a corpus that holds the words, in that error.
+
+    Returns:
+        float64 [T]: one score per topic."""
     measure, window = check_measure(measure, window_size)
     eps = check_eps(eps)
     if not isinstance(corpus, Corpus):

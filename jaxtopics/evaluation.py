@@ -61,9 +61,14 @@ METHODS = ("left_to_right", "completion", "exact", "corrected_theta")
 
 class HeldOutPrior(NamedTuple):
     """What left-to-right needs of a fitted model (``held_out_prior(state, params)`` of a model
-    module). log_phi [K', V]: log p(word | component) (a new-topic component included where the
-    model has one); prior [G, K']: the Dirichlet prior of a new document's topic proportions
-    under each of G groups; log_weight [G]: log p(group) (one group of weight 1 for most)."""
+    module).
+
+    Attributes:
+        log_phi: [K', V] log p(word | component) (a new-topic component included where the
+            model has one).
+        prior: [G, K'] the Dirichlet prior of a new document's topic proportions under each of
+            G groups.
+        log_weight: [G] log p(group) (one group of weight 1 for most models)."""
 
     log_phi: Array
     prior: Array
@@ -71,7 +76,13 @@ class HeldOutPrior(NamedTuple):
 
 
 def default_method(module: Any) -> str:
-    """The model's own method: ``default_held_out_method`` of its module, else left-to-right."""
+    """The model's own held-out method.
+
+    Args:
+        module: a model module (``jaxtopics.models.lda``, ...).
+
+    Returns:
+        Its ``DEFAULT_HELD_OUT_METHOD``, else "left_to_right"."""
     return getattr(module, "DEFAULT_HELD_OUT_METHOD", "left_to_right")
 
 
@@ -168,11 +179,23 @@ def _left_to_right_batch(keys: Array, words: Array, units: Array, lengths: Array
 def left_to_right(key: Array, pieces: HeldOutPrior, word_ids: np.ndarray, doc_offsets: np.ndarray,
                   unit_offsets: np.ndarray | None = None, num_particles: int = 10,
                   devices: list | None = None) -> np.ndarray:
-    """log p(w_d) [D] float64 by the left-to-right algorithm (module docstring). `unit_offsets`:
-    token offsets of units sharing a topic (sentences; None: every token is a unit), nested in
-    the documents. Documents are scored in groups of similar length (padded to a power of 2).
-    `devices`: score each group's documents split over these devices (a 1-d mesh; the model's
-    pieces replicated); a document's value does not depend on where it is scored."""
+    """log p(w_d) by the left-to-right algorithm (Wallach et al. 2009, algorithm 3; module
+    docstring). Documents are scored in groups of similar length (padded to a power of 2).
+
+    Args:
+        key: the PRNG key (document d uses ``fold_in(key, d)``).
+        pieces: the fitted model's :class:`HeldOutPrior`.
+        word_ids, doc_offsets: the documents' tokens (ids in the model's vocabulary) and
+            offsets, as a Corpus holds them.
+        unit_offsets: token offsets of units sharing a topic (sentences; None: every token is
+            a unit), nested in the documents.
+        num_particles: R, the particles per document.
+        devices: score each group's documents split over these devices (a 1-d mesh; the
+            model's pieces replicated); a document's value does not depend on where it is
+            scored. None: one device.
+
+    Returns:
+        float64 [D]: log p(w_d) of each document."""
     num_particles = check_positive_int(num_particles, "num_particles")
     place = _placer(devices)
     word_ids = np.asarray(word_ids, np.int64)
@@ -264,18 +287,54 @@ def _labels_of(corpus: Corpus) -> dict[str, Any]:
 
 def log_likelihood(model: Any, docs: Any, method: str | None = None, seed: int = 0,
                    **options: Any) -> np.ndarray:
-    """log p(w_d | model) [D] float64 in nats (see the module docstring); `docs` a Corpus or raw
-    texts, matched to the model's vocabulary by word as ``transform`` does (unknown words
-    dropped, counted in ``model.last_transform``, UnknownWordsWarning). Options:
-    ``num_particles`` (left-to-right, default 10), ``num_sweeps`` (completion's fold-in and
-    DP-MRM's corrected theta, default 50)."""
+    """log p(w_d | model) in nats (see the module docstring); ``FittedModel.log_likelihood``.
+
+    Args:
+        model: a FittedModel.
+        docs: a Corpus or raw texts, matched to the model's vocabulary by word as ``transform``
+            does (unknown words dropped, counted in ``model.last_transform``,
+            UnknownWordsWarning).
+        method: one of ``METHODS`` the model supports; None: the model's default.
+        seed: the seed of the particles, split or fold-in.
+        **options: ``num_particles`` (left-to-right, default 10), ``num_sweeps`` (completion's
+            fold-in and DP-MRM's corrected theta, default 50).
+
+    Returns:
+        float64 [D]: one value per document.
+
+    Example:
+        >>> import jaxtopics as jt
+        >>> from jaxtopics import evaluation
+        >>> corpus = jt.Corpus.from_texts(["apple banana apple cherry", "car engine wheel car"] * 10)
+        >>> model = jt.LDA(num_topics=2).fit(corpus, num_sweeps=50, seed=0)
+        >>> evaluation.log_likelihood(model, ["cherry apple banana", "car wheel"], "completion").shape
+        (2,)
+    """
     return _evaluate(model, docs, method, seed, options, "log_likelihood")[0]
 
 
 def perplexity(model: Any, docs: Any, method: str | None = None, seed: int = 0,
                **options: Any) -> float:
-    """exp(-sum_d log p(w_d) / scored tokens): the tokens of known words, or with "completion"
-    those of the second halves."""
+    """Held-out perplexity exp(-sum_d log p(w_d) / scored tokens); ``FittedModel.perplexity``.
+
+    Args:
+        model, docs, method, seed, **options: as in :func:`log_likelihood`.
+
+    Returns:
+        The perplexity, a float; the scored tokens are those of known words, or with
+        "completion" those of the second halves.
+
+    Raises:
+        CorpusError: no token to score.
+
+    Example:
+        >>> import jaxtopics as jt
+        >>> from jaxtopics import evaluation
+        >>> corpus = jt.Corpus.from_texts(["apple banana apple cherry", "car engine wheel car"] * 10)
+        >>> model = jt.LDA(num_topics=2).fit(corpus, num_sweeps=50, seed=0)
+        >>> 1 < evaluation.perplexity(model, corpus, "completion") < corpus.num_words
+        True
+    """
     ll, scored = _evaluate(model, docs, method, seed, options, "perplexity")
     if scored == 0:
         raise CorpusError("perplexity: no token of the documents is in the model's vocabulary"

@@ -57,8 +57,22 @@ def _labels(labels_true: Any, labels_pred: Any) -> tuple[np.ndarray, np.ndarray]
 
 
 def contingency(labels_true: Any, labels_pred: Any) -> np.ndarray:
-    """Dense int64 [classes, clusters] table: n_ij = items of class i in cluster j (classes and
-    clusters in ``numpy.unique`` order)."""
+    """The contingency table of two labellings.
+
+    Args:
+        labels_true: the gold label of each item (ints, strings: any values ``numpy.unique``
+            orders).
+        labels_pred: the predicted cluster of each item, as many.
+
+    Returns:
+        Dense int64 [classes, clusters]: n_ij = items of class i in cluster j (classes and
+        clusters in ``numpy.unique`` order).
+
+    Example:
+        >>> from jaxtopics.metrics import contingency
+        >>> contingency(["a", "a", "b", "b", "c", "c"], [0, 0, 0, 1, 1, 1]).tolist()
+        [[2, 0], [1, 1], [0, 2]]
+    """
     t, p = _labels(labels_true, labels_pred)
     _, ti = np.unique(t, return_inverse=True)
     _, pi = np.unique(p, return_inverse=True)
@@ -97,8 +111,24 @@ def _mutual_info(table: np.ndarray) -> float:
 
 
 def nmi(labels_true: Any, labels_pred: Any, average_method: str = "arithmetic") -> float:
-    """Normalised mutual information; `average_method` normalises by the arithmetic (default),
-    geometric mean, min or max of the two entropies."""
+    """Normalised mutual information I(T; P) / mean(H(T), H(P)).
+
+    Args:
+        labels_true, labels_pred: the gold labels and the predicted clusters, one per item.
+        average_method: the mean of the two entropies normalised by: "arithmetic" (default,
+            = V-measure), "geometric", "min" or "max".
+
+    Returns:
+        A float in [0, 1]: 1 for the same partition (or both one cluster), 0 when only one of
+        them is a single cluster.
+
+    Example:
+        >>> from jaxtopics import metrics
+        >>> round(metrics.nmi([0, 0, 1, 1], [1, 1, 0, 0]), 6)      # the same partition, renamed
+        1.0
+        >>> round(metrics.nmi(["a", "a", "b", "b", "c", "c"], [0, 0, 0, 1, 1, 1]), 3)
+        0.516
+    """
     if average_method not in _AVERAGES:
         raise ParameterError(f"average_method must be one of {_AVERAGES}, got {average_method!r}")
     table = contingency(labels_true, labels_pred)
@@ -114,7 +144,19 @@ def nmi(labels_true: Any, labels_pred: Any, average_method: str = "arithmetic") 
 
 
 def ari(labels_true: Any, labels_pred: Any) -> float:
-    """Adjusted Rand index: 1 for identical partitions, ~0 for independent ones (can be < 0)."""
+    """Adjusted Rand index (Hubert & Arabie 1985) from the pair-confusion counts.
+
+    Args:
+        labels_true, labels_pred: the gold labels and the predicted clusters, one per item.
+
+    Returns:
+        A float: 1 for identical partitions, ~0 for independent ones (can be < 0).
+
+    Example:
+        >>> from jaxtopics import metrics
+        >>> round(metrics.ari(["a", "a", "b", "b", "c", "c"], [0, 0, 0, 1, 1, 1]), 3)
+        0.242
+    """
     table = contingency(labels_true, labels_pred)
     n = int(table.sum())
     sum_squares = int((table.astype(object) ** 2).sum())
@@ -130,8 +172,20 @@ def ari(labels_true: Any, labels_pred: Any) -> float:
 
 
 def purity(labels_true: Any, labels_pred: Any) -> float:
-    """sum over predicted clusters of their largest gold class, over the number of items
-    (1 for an empty input)."""
+    """Purity: the share of items in the majority gold class of their predicted cluster.
+
+    Args:
+        labels_true, labels_pred: the gold labels and the predicted clusters, one per item.
+
+    Returns:
+        A float in (0, 1]: the sum over predicted clusters of their largest gold class, over
+        the number of items (1 for an empty input).
+
+    Example:
+        >>> from jaxtopics import metrics
+        >>> metrics.purity([0, 0, 1, 1], [0, 0, 0, 1])
+        0.75
+    """
     table = contingency(labels_true, labels_pred)
     n = table.sum()
     return 1.0 if n == 0 else float(table.max(0).sum() / n)
@@ -147,18 +201,55 @@ def _homogeneity_completeness(labels_true: Any, labels_pred: Any) -> tuple[float
 
 
 def homogeneity(labels_true: Any, labels_pred: Any) -> float:
-    """I(T; P) / H(T): 1 when every predicted cluster holds members of one gold class only."""
+    """Homogeneity I(T; P) / H(T).
+
+    Args:
+        labels_true, labels_pred: the gold labels and the predicted clusters, one per item.
+
+    Returns:
+        A float in [0, 1]: 1 when every predicted cluster holds members of one gold class only.
+
+    Example:
+        >>> from jaxtopics import metrics
+        >>> metrics.homogeneity([0, 0, 1, 1], [0, 1, 2, 3])    # one item per cluster
+        1.0
+    """
     return float(_homogeneity_completeness(labels_true, labels_pred)[0])
 
 
 def completeness(labels_true: Any, labels_pred: Any) -> float:
-    """I(T; P) / H(P): 1 when all members of a gold class are in one predicted cluster."""
+    """Completeness I(T; P) / H(P).
+
+    Args:
+        labels_true, labels_pred: the gold labels and the predicted clusters, one per item.
+
+    Returns:
+        A float in [0, 1]: 1 when all members of a gold class are in one predicted cluster.
+
+    Example:
+        >>> from jaxtopics import metrics
+        >>> metrics.completeness([0, 0, 1, 1], [0, 1, 2, 3])
+        0.5
+    """
     return float(_homogeneity_completeness(labels_true, labels_pred)[1])
 
 
 def v_measure(labels_true: Any, labels_pred: Any, beta: float = 1.0) -> float:
-    """(1 + beta) h c / (beta h + c), h = homogeneity, c = completeness (= NMI arithmetic);
-    `beta` >= 0 weighs completeness (beta > 1) or homogeneity (beta < 1) more."""
+    """V-measure (1 + beta) h c / (beta h + c), h = homogeneity, c = completeness (= NMI
+    arithmetic for beta = 1).
+
+    Args:
+        labels_true, labels_pred: the gold labels and the predicted clusters, one per item.
+        beta: >= 0; weighs completeness (beta > 1) or homogeneity (beta < 1) more.
+
+    Returns:
+        A float in [0, 1].
+
+    Example:
+        >>> from jaxtopics import metrics
+        >>> round(metrics.v_measure(["a", "a", "b", "b", "c", "c"], [0, 0, 0, 1, 1, 1], beta=2), 3)
+        0.558
+    """
     if (isinstance(beta, (bool, np.bool_)) or not isinstance(beta, numbers.Real)
             or not math.isfinite(float(beta)) or float(beta) < 0):
         raise ParameterError(f"beta must be a finite number >= 0, got {beta!r}")
@@ -171,7 +262,21 @@ def v_measure(labels_true: Any, labels_pred: Any, beta: float = 1.0) -> float:
 
 
 def clustering_scores(labels_true: Any, labels_pred: Any) -> dict[str, float]:
-    """{"nmi", "ari", "purity", "homogeneity", "completeness", "v_measure"} in one call."""
+    """Every score of this module in one call.
+
+    Args:
+        labels_true, labels_pred: the gold labels and the predicted clusters, one per item.
+
+    Returns:
+        {"nmi", "ari", "purity", "homogeneity", "completeness", "v_measure"}: floats.
+
+    Example:
+        >>> from jaxtopics import metrics
+        >>> scores = metrics.clustering_scores(["a", "a", "b", "b", "c", "c"], [0, 0, 0, 1, 1, 1])
+        >>> {name: round(value, 3) for name, value in scores.items()}
+        {'nmi': 0.516, 'ari': 0.242, 'purity': 0.667, 'homogeneity': 0.421,
+         'completeness': 0.667, 'v_measure': 0.516}
+    """
     h, c = _homogeneity_completeness(labels_true, labels_pred)
     return {"nmi": nmi(labels_true, labels_pred), "ari": ari(labels_true, labels_pred),
             "purity": purity(labels_true, labels_pred), "homogeneity": float(h),
