@@ -66,9 +66,13 @@ Reduce = Callable[[Array], Array] | None
 
 
 class HyperFit(NamedTuple):
-    """A fit's result: value (the concentration, shaped as the start: [] or [C], float32),
-    iterations (int32: fixed-point steps or L-BFGS updates) and residual (float32: the largest
-    relative move one more fixed-point step would make; < tol when it converged)."""
+    """A fit's result.
+
+    Attributes:
+        value: the concentration, shaped as the start: [] or [C], float32.
+        iterations: int32: fixed-point steps or L-BFGS updates.
+        residual: float32: the largest relative move one more fixed-point step would make;
+            < tol when it converged."""
 
     value: Array
     iterations: Array
@@ -90,7 +94,20 @@ def digamma_rise(x: Array, n: Array) -> Array:
     For x >= 10 the difference of two float32 digammas cancels (at x = 10^4, n = 1 it keeps ~2
     significant digits), so the asymptotic series is differenced analytically:
     log1p(n/x) + n / (2 x (x+n)) + (1/x^2 - 1/(x+n)^2) / 12 - (1/x^4 - 1/(x+n)^4) / 120
-    (the next term is O(x^-6) / 252)."""
+    (the next term is O(x^-6) / 252).
+
+    Args:
+        x: positive reals (broadcast against `n`).
+        n: non-negative counts.
+
+    Returns:
+        float32 D(n, x), broadcast.
+
+    Example:
+        >>> from jaxtopics.hyper import digamma_rise
+        >>> round(float(digamma_rise(1.0, 2)), 4)     # 1/1 + 1/2
+        1.5
+    """
     x = jnp.asarray(x, jnp.float32)
     n = jnp.asarray(n).astype(jnp.float32)
     big = x >= 10.0
@@ -138,9 +155,29 @@ def _fixed_point_step(a: Array, counts: Array, axis: int, reduce: Reduce, shape:
 def log_evidence(value: Array | float, counts: Array, *, axis: int = -1, reduce: Reduce = None,
                  shape: float | None = None, rate: float | None = None) -> Array:
     """F(a) of (2): the log evidence (1) of `counts` under Dirichlet(`value`) plus the Gamma
-    prior (``shape=1, rate=0``: the evidence alone). `axis`: the axis a group's cells lie along
-    (-1: rows are groups, e.g. doc-topic [D, K]; 0: columns are groups, e.g. a word-major
-    word-topic table [V, K]); a vector `value` runs along the last axis."""
+    prior.
+
+    Args:
+        value: a scalar concentration (symmetric) or a vector [C] (asymmetric).
+        counts: the integer count table (e.g. doc-topic [D, K]).
+        axis: the axis a group's cells lie along (-1: rows are groups, e.g. doc-topic [D, K];
+            0: columns are groups, e.g. a word-major word-topic table [V, K]); a vector
+            `value` runs along it.
+        reduce: sums a group statistic over shards (``lax.psum`` over the mesh axis inside
+            ``shard_map``); None: the table is whole.
+        shape, rate: the Gamma prior (None: ``PRIOR_SHAPE``, ``PRIOR_RATE``; ``shape=1,
+            rate=0``: the evidence alone).
+
+    Returns:
+        float32 [] F(a).
+
+    Example:
+        >>> import numpy as np
+        >>> from jaxtopics import hyper
+        >>> counts = np.array([[8, 0, 0], [0, 7, 1], [0, 0, 9], [6, 2, 0]] * 25)
+        >>> bool(hyper.log_evidence(0.3, counts) > hyper.log_evidence(1.0, counts))
+        True
+    """
     shape, rate = _prior(shape, rate)
     a = jnp.asarray(value, jnp.float32)
     evidence = _summed(reduce, dirichlet_multinomial_log_evidence(counts, a, axis=axis))
@@ -182,7 +219,34 @@ def minka(value: Array | float, counts: Array, *, axis: int = -1, reduce: Reduce
           rate: float | None = None) -> HyperFit:
     """Maximise (2) by Minka's fixed point (3) (a vector `value` [C]) or (4) (a scalar), from
     `value`, until a step moves every a_c by less than `tol` relative (or `max_iter` steps).
-    Each step is one pass over `counts`."""
+    Each step is one pass over `counts`.
+
+    Args:
+        value: the start, a scalar concentration (symmetric) or a vector [C] (asymmetric).
+        counts: the integer count table (e.g. doc-topic [D, K]).
+        axis: the axis a group's cells lie along (-1: rows are groups, e.g. doc-topic [D, K];
+            0: columns are groups, e.g. a word-major word-topic table [V, K]); a vector
+            `value` runs along it.
+        reduce: sums a group statistic over shards (``lax.psum`` over the mesh axis inside
+            ``shard_map``); None: the table is whole.
+        tol: the relative move that ends the iteration.
+        max_iter: the most steps.
+        shape, rate: the Gamma prior (None: ``PRIOR_SHAPE``, ``PRIOR_RATE``).
+
+    Returns:
+        A :class:`HyperFit`.
+
+    Example:
+        >>> import numpy as np
+        >>> import jax.numpy as jnp
+        >>> from jaxtopics import hyper
+        >>> counts = np.array([[8, 0, 0], [0, 7, 1], [0, 0, 9], [6, 2, 0]] * 25)  # doc-topic
+        >>> fit = hyper.minka(1.0, counts)                     # symmetric: one alpha
+        >>> round(float(fit.value), 2), bool(fit.residual < 1e-5)
+        (0.13, True)
+        >>> [round(float(a), 2) for a in hyper.minka(jnp.ones(3), counts).value]  # asymmetric
+        [0.15, 0.13, 0.13]
+    """
     shape, rate = _prior(shape, rate)
     a0 = jnp.asarray(value, jnp.float32)
 
@@ -207,7 +271,22 @@ def optax_maximize(value: Array | float, counts: Array, *, axis: int = -1, reduc
     (the stopping rule of :func:`minka`, so both stop as close to the optimum), or `max_iter`
     updates. The objective is scaled by the groups' statistic so its values are O(1); its
     gradient in log a is the closed form a_c * dF/da_c = a_c cells_c + s - 1 - a_c (groups + r)
-    (a custom JVP: no differentiation through lgamma, a ``reduce`` or a line search)."""
+    (a custom JVP: no differentiation through lgamma, a ``reduce`` or a line search).
+
+    Args:
+        value: the start, a scalar concentration (symmetric) or a vector [C] (asymmetric).
+        counts: the integer count table (e.g. doc-topic [D, K]).
+        axis: the axis a group's cells lie along (-1: rows are groups, e.g. doc-topic [D, K];
+            0: columns are groups, e.g. a word-major word-topic table [V, K]); a vector
+            `value` runs along it.
+        reduce: sums a group statistic over shards (``lax.psum`` over the mesh axis inside
+            ``shard_map``); None: the table is whole.
+        tol: the relative move of one fixed-point step that ends the iteration.
+        max_iter: the most L-BFGS updates.
+        shape, rate: the Gamma prior (None: ``PRIOR_SHAPE``, ``PRIOR_RATE``).
+
+    Returns:
+        A :class:`HyperFit`."""
     shape, rate = _prior(shape, rate)
     import optax
 
@@ -255,7 +334,18 @@ def optax_maximize(value: Array | float, counts: Array, *, axis: int = -1, reduc
 
 
 def maximize(value: Array | float, counts: Array, optimizer: str = "minka", **options) -> HyperFit:
-    """:func:`minka` or :func:`optax_maximize` (`optimizer`, one of ``OPTIMIZERS``)."""
+    """:func:`minka` or :func:`optax_maximize`.
+
+    Args:
+        value, counts: as in :func:`minka`.
+        optimizer: one of ``OPTIMIZERS``: "minka" or "optax".
+        **options: the optimiser's keyword arguments (axis, reduce, tol, max_iter, shape, rate).
+
+    Returns:
+        A :class:`HyperFit`.
+
+    Raises:
+        ValueError: an unknown `optimizer`."""
     if optimizer == "minka":
         return minka(value, counts, **options)
     if optimizer == "optax":
