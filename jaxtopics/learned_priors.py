@@ -44,8 +44,24 @@ DEFAULTS = {"optimize_alpha": None, "optimize_beta": False, "optimize_every": 10
 
 
 def check(params: Any) -> dict:
-    """The learning settings of `params` normalised (Python str / bool / int), as a dict to
-    ``_replace`` into them; raises ParameterError naming the bad field."""
+    """The learning settings of `params` normalised (Python str / bool / int).
+
+    Args:
+        params: a model's Params with the learning settings (module docstring).
+
+    Returns:
+        The settings as a dict to ``_replace`` into `params`.
+
+    Raises:
+        ParameterError: naming the bad field (or a setting given without anything learned).
+
+    Example:
+        >>> from jaxtopics import learned_priors
+        >>> from jaxtopics.models import lda
+        >>> learned_priors.check(lda.Params(num_topics=2, optimize_alpha="symmetric"))
+        {'optimize_alpha': 'symmetric', 'optimize_beta': False, 'optimize_every': 10,
+         'burn_in': 50, 'optimizer': 'minka'}
+    """
     if params.optimize_alpha is not None and (not isinstance(params.optimize_alpha, str)
                                               or params.optimize_alpha not in OPTIMIZE_ALPHA):
         raise ParameterError(f"optimize_alpha must be None, 'symmetric' or 'asymmetric', got "
@@ -70,26 +86,51 @@ def check(params: Any) -> dict:
 
 
 def learns(params: Any) -> bool:
-    """Whether the chain learns a prior (then the kernels read them from the State)."""
+    """Whether the chain learns a prior (then the kernels read them from the State).
+
+    Args:
+        params: a model's Params with the learning settings (module docstring).
+
+    Returns:
+        True where ``optimize_alpha`` or ``optimize_beta`` is set."""
     return params.optimize_alpha is not None or bool(params.optimize_beta)
 
 
 def initial(params: Any, num_cells: int) -> tuple[np.ndarray, np.ndarray]:
-    """(alpha [num_cells] float32, beta [] float32): the State's priors before anything is
-    learned (the Params' values)."""
+    """The State's priors before anything is learned (the Params' values).
+
+    Args:
+        params: a model's Params with the learning settings (module docstring).
+        num_cells: K, the cells of alpha.
+
+    Returns:
+        (alpha [num_cells] float32, beta [] float32), numpy."""
     return (np.full((num_cells,), params.alpha, np.float32), np.asarray(params.beta, np.float32))
 
 
 def initial_traced(params: Any, num_cells: int) -> tuple[Array, Array]:
     """:func:`initial` as jnp arrays built by the computation (under ``jax.eval_shape``, as the
-    memory check sizes a state, nothing of size K is allocated)."""
+    memory check sizes a state, nothing of size K is allocated).
+
+    Args:
+        params, num_cells: as in :func:`initial`.
+
+    Returns:
+        (alpha [num_cells] float32, beta [] float32), jnp."""
     return (jnp.full((num_cells,), params.alpha, jnp.float32),
             jnp.asarray(params.beta, jnp.float32))
 
 
 def in_use(state: Any, params: Any) -> tuple[Array | float, Array | float]:
-    """(alpha, beta) the kernels and read-outs use: the State's where the chain learns them
-    (alpha a scalar when symmetric, [K] when asymmetric), else the Params' Python floats."""
+    """The priors the kernels and read-outs use.
+
+    Args:
+        state: the model's State (with ``alpha`` [K] and ``beta`` []).
+        params: a model's Params with the learning settings (module docstring).
+
+    Returns:
+        (alpha, beta): the State's where the chain learns them (alpha a scalar when symmetric,
+        [K] when asymmetric), else the Params' Python floats."""
     if params.optimize_alpha is None:
         alpha = params.alpha
     elif params.optimize_alpha == "symmetric":
@@ -107,9 +148,20 @@ def refit(state: Any, params: Any, t: Array, alpha_counts: Callable[[], Array] |
     Dirichlet-multinomial evidence (``hyper``, eq. 2 there, from its current value) of
     `alpha_counts` (groups of K cells along `alpha_axis`: e.g. doc-topic [D, K]) and beta that of
     `beta_counts` (cells along `beta_axis`: e.g. word-topic [V, K] with axis 0). Either may be a
-    function returning the table (built only when due). `axis_name`: inside ``shard_map`` the
-    alpha table's groups are split over the shards and their statistics summed (``lax.psum``);
-    the beta table must be whole on every shard, so every shard computes the same priors."""
+    function returning the table (built only when due).
+
+    Args:
+        state: the model's State after the sweep.
+        params: a model's Params with the learning settings (module docstring).
+        t: the sweep just done, 0-based (traced).
+        alpha_counts, beta_counts: the count tables (or functions returning them).
+        alpha_axis, beta_axis: the axis each table's cells lie along.
+        axis_name: inside ``shard_map``, the mesh axis: the alpha table's groups are split over
+            the shards and their statistics summed (``lax.psum``); the beta table must be whole
+            on every shard, so every shard computes the same priors. None: not sharded.
+
+    Returns:
+        The State with ``alpha`` and ``beta`` replaced (unchanged when not due)."""
     if not learns(params):
         return state
     done = t + 1
@@ -136,8 +188,14 @@ def refit(state: Any, params: Any, t: Array, alpha_counts: Callable[[], Array] |
 
 
 def traced(state: Any, params: Any) -> dict[str, Array]:
-    """The learned values the trace records: {"alpha": [] or [K], "beta": []}, each only where
-    the chain learns it ({} when it learns nothing)."""
+    """The learned values the trace records.
+
+    Args:
+        state, params: as in :func:`in_use`.
+
+    Returns:
+        {"alpha": [] or [K], "beta": []}, each only where the chain learns it ({} when it
+        learns nothing)."""
     alpha, beta = in_use(state, params)
     out = {}
     if params.optimize_alpha is not None:
@@ -148,8 +206,15 @@ def traced(state: Any, params: Any) -> dict[str, Array]:
 
 
 def state_problem(state: Any, params: Any, num_cells: int) -> str | None:
-    """What is wrong with a loaded state's priors, or None: they must be finite and positive,
-    equal to the Params' where not learned, and alpha one value unless learned asymmetric."""
+    """What is wrong with a loaded state's priors: they must be finite and positive, equal to the
+    Params' where not learned, and alpha one value unless learned asymmetric.
+
+    Args:
+        state, params: as in :func:`in_use`.
+        num_cells: K, the cells of alpha.
+
+    Returns:
+        The problem in words, or None."""
     alpha, beta = np.asarray(state.alpha), np.asarray(state.beta)
     if alpha.shape != (num_cells,) or beta.shape != ():
         return f"alpha must be float32[{num_cells}] and beta a float32 scalar"
@@ -168,6 +233,12 @@ def state_problem(state: Any, params: Any, num_cells: int) -> str | None:
 
 def state_added_later(num_cells: Callable[[Any], int]) -> dict[str, Callable[[Any], np.ndarray]]:
     """A model's ``STATE_ADDED_LATER`` entries for alpha and beta: a model file written before
-    the State held them ran with the Params' values (`num_cells(params)`: K)."""
+    the State held them ran with the Params' values.
+
+    Args:
+        num_cells: params -> K.
+
+    Returns:
+        {"alpha": params -> [K] float32, "beta": params -> [] float32}."""
     return {"alpha": lambda params: initial(params, num_cells(params))[0],
             "beta": lambda params: initial(params, num_cells(params))[1]}
