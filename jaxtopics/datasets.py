@@ -193,6 +193,26 @@ def synthetic_lda(
     Cost is O(N log(K V) + D K + K V log V) time and O(N + D K + K V) memory, with no Python
     loop over documents or tokens (only over topics and blocks of documents): about 1.5 s for
     1M tokens (D=5000, V=10000, K=500) on one CPU core.
+
+    Args:
+        num_docs, num_words, num_topics: D, V, K.
+        mean_doc_length: the Poisson mean of the document lengths.
+        alpha: the symmetric doc-topic prior, or a sequence of K values (asymmetric).
+        beta: the topic-word concentration per word (total ``V * beta``).
+        zipf_exponent: the exponent of each topic's Zipf weights (0: a symmetric ``Dir(beta)``).
+        seed: the seed of every draw (numpy's ``default_rng``).
+        rank_noise: the noise of each topic's ranking of the vocabulary (above).
+
+    Returns:
+        A :class:`SyntheticCorpus`: the corpus (words named ``"w00000"``, ...) and its truth.
+
+    Example:
+        >>> from jaxtopics.datasets import synthetic_lda
+        >>> data = synthetic_lda(num_docs=20, num_words=30, num_topics=3, mean_doc_length=10)
+        >>> data.corpus.num_docs, data.theta.shape, data.phi.shape
+        (20, (20, 3), (3, 30))
+        >>> data.assignments.shape == (data.corpus.num_tokens,)
+        True
     """
     _check_positive("num_docs", num_docs, integer=True)
     _check_positive("num_words", num_words, integer=True)
@@ -291,9 +311,22 @@ def synthetic_dmm(
     * each document: length ``max(1, Poisson(mean_doc_length))``, cluster ``c ~ Cat(pi)``, every
       word ``w ~ Cat(phi_c)``.
 
-    Returns a :class:`SyntheticCorpus` whose ``corpus.labels`` are the planted clusters,
-    ``theta`` [D, K] their one-hot rows, ``phi`` [K, V] and ``assignments`` [N] the cluster of
-    every token (its document's).
+    Args:
+        num_docs, num_words, num_clusters: D, V, K.
+        mean_doc_length: the Poisson mean of the document lengths.
+        cluster_alpha: the symmetric prior of the cluster weights.
+        beta, zipf_exponent, seed, rank_noise: as in :func:`synthetic_lda`.
+
+    Returns:
+        A :class:`SyntheticCorpus` whose ``corpus.labels`` are the planted clusters, ``theta``
+        [D, K] their one-hot rows, ``phi`` [K, V] and ``assignments`` [N] the cluster of every
+        token (its document's).
+
+    Example:
+        >>> from jaxtopics.datasets import synthetic_dmm
+        >>> data = synthetic_dmm(num_docs=20, num_words=30, num_clusters=3)
+        >>> data.corpus.labels.shape, data.theta.sum(1).tolist() == [1.0] * 20
+        ((20,), True)
     """
     _check_positive("num_docs", num_docs, integer=True)
     _check_positive("num_words", num_words, integer=True)
@@ -347,10 +380,24 @@ def synthetic_slda(
       sentences; each sentence: topic ``z ~ Cat(theta_d)``, length
       ``max(1, Poisson(mean_sentence_length))``, every word ``w ~ Cat(phi_z)``.
 
-    Returns a :class:`SyntheticCorpus` whose ``corpus`` has sentence boundaries
-    (``corpus.sentence_offsets``), ``theta`` [D, K], ``phi`` [K, V] and ``assignments`` [N] the
-    topic of every token (its sentence's: the planted sentence topics are
-    ``assignments[corpus.sentence_offsets[:-1]]``).
+    Args:
+        num_docs, num_words, num_topics: D, V, K.
+        mean_sentences: the Poisson mean of the sentences per document.
+        mean_sentence_length: the Poisson mean of the tokens per sentence.
+        alpha: the symmetric doc-topic prior.
+        beta, zipf_exponent, seed, rank_noise: as in :func:`synthetic_lda`.
+
+    Returns:
+        A :class:`SyntheticCorpus` whose ``corpus`` has sentence boundaries
+        (``corpus.sentence_offsets``), ``theta`` [D, K], ``phi`` [K, V] and ``assignments`` [N]
+        the topic of every token (its sentence's: the planted sentence topics are
+        ``assignments[corpus.sentence_offsets[:-1]]``).
+
+    Example:
+        >>> from jaxtopics.datasets import synthetic_slda
+        >>> data = synthetic_slda(num_docs=10, num_words=30, num_topics=3)
+        >>> data.corpus.num_sentences > data.corpus.num_docs
+        True
     """
     _check_positive("num_docs", num_docs, integer=True)
     _check_positive("num_words", num_words, integer=True)
@@ -649,7 +696,13 @@ def stdlib_corpus(max_docs: int | None = None, min_tokens: int = 20) -> Corpus:
 
     On CPython 3.11 this gives ~1.5k documents, ~90k tokens, ~3.4k words. The build (a few
     seconds) is cached in ``$JAXTOPICS_CACHE`` (default ``~/.cache/jaxtopics``).
-    """
+
+    Args:
+        max_docs: take this many documents (None: all).
+        min_tokens: drop documents with fewer tokens.
+
+    Returns:
+        The Corpus, with ``doc_names``."""
     if not _is_positive_int(min_tokens):
         raise ParameterError(f"min_tokens must be a positive int, got {min_tokens!r}")
     if max_docs is not None and not _is_positive_int(max_docs):
@@ -671,7 +724,10 @@ def stdlib_corpus(max_docs: int | None = None, min_tokens: int = 20) -> Corpus:
 
 
 def demo_corpus() -> Corpus:
-    """The corpus ``jaxtopics demo`` uses: :func:`stdlib_corpus` with its defaults."""
+    """The corpus ``jaxtopics demo`` uses.
+
+    Returns:
+        :func:`stdlib_corpus` with its defaults."""
     return stdlib_corpus()
 
 
@@ -710,7 +766,17 @@ def load_shared(name: str, root: str | os.PathLike[str] | None = None) -> Corpus
     exists of ``<repo>/../shared/data``, ``../shared/data`` and ``./shared/data``. The short-text
     sets (``tweet``, ``news-t``) come pre-processed, so they are split on whitespace with no stop words and
     ``min_length=1``; their gold clusters become ``labels``.
-    """
+
+    Args:
+        name: a key of :data:`SHARED_DATASETS` ("reuters", "tweet", "news-t", "lee").
+        root: the data folder (default above).
+
+    Returns:
+        The Corpus.
+
+    Raises:
+        ParameterError: an unknown `name`.
+        FileNotFoundError: the data folder does not hold its files."""
     if name not in SHARED_DATASETS:
         raise ParameterError(
             f"unknown shared data set {name!r}; choose from {', '.join(SHARED_DATASETS)}"
