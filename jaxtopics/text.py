@@ -81,13 +81,37 @@ def default_tokenizer(text: str) -> list[str]:
     ``covid19``, ``हिन्दी``), after NFC normalisation (so a decomposed ``café`` is the composed
     one). Digits-only runs, punctuation, symbols and emoji are not words. Scripts written without
     spaces (Chinese, Japanese, Thai) come out as whole runs: pass a segmenting ``tokenizer`` to
-    :meth:`Corpus.from_texts` for those."""
+    :meth:`Corpus.from_texts` for those.
+
+    Args:
+        text: one text.
+
+    Returns:
+        Its words, in order (case kept: ``TextOptions`` lowercases after).
+
+    Example:
+        >>> from jaxtopics.text import default_tokenizer
+        >>> default_tokenizer("Don't panic: COVID19, 42 cafés!")
+        ["Don't", 'panic', 'COVID19', 'cafés']
+    """
     text = unicodedata.normalize("NFC", text)
     return [t.replace("\u2019", "'") for t in _token_re().findall(text)]
 
 
 def split_sentences(text: str) -> list[str]:
-    """Split at ``.``, ``!`` or ``?`` followed by whitespace, and at newlines."""
+    """Split at ``.``, ``!`` or ``?`` followed by whitespace, and at newlines.
+
+    Args:
+        text: one text.
+
+    Returns:
+        Its sentences (blank ones dropped).
+
+    Example:
+        >>> from jaxtopics.text import split_sentences
+        >>> split_sentences("One. Two! Three?\\nFour")
+        ['One.', 'Two!', 'Three?', 'Four']
+    """
     return [s for s in _SENTENCE_SPLIT_RE.split(text) if s and not s.isspace()]
 
 
@@ -102,6 +126,18 @@ class TextOptions(NamedTuple):
     ``"custom"`` (and new texts must then be tokenised by the caller). ``stop_words`` is
     ``"english"`` (:data:`ENGLISH_STOP_WORDS`), a sorted tuple of words, or None. Build with
     :meth:`make`, which validates.
+
+    Attributes:
+        tokenizer: None (:func:`default_tokenizer`), the callable given, or ``"custom"``.
+        lowercase: lowercase the tokens.
+        stop_words: "english", a sorted tuple of words, or None.
+        min_length: the shortest token kept.
+
+    Example:
+        >>> from jaxtopics.text import TextOptions
+        >>> options = TextOptions.make(stop_words=["the"], min_length=3)
+        >>> options.tokenize(["The cat and the hat", "a b cde"])
+        [['cat', 'and', 'hat'], ['cde']]
     """
 
     tokenizer: Callable[[str], Sequence[str]] | str | None = None
@@ -117,7 +153,19 @@ class TextOptions(NamedTuple):
         stop_words: Literal["english"] | Iterable[str] | None = "english",
         min_length: int = 2,
     ) -> TextOptions:
-        """Validated options (raises ParameterError naming the bad one)."""
+        """Validated options.
+
+        Args:
+            tokenizer: text -> tokens; None: :func:`default_tokenizer`.
+            lowercase: lowercase the tokens.
+            stop_words: "english", a collection of words (kept sorted), or None.
+            min_length: the shortest token kept.
+
+        Returns:
+            The TextOptions.
+
+        Raises:
+            ParameterError: naming the bad option."""
         if tokenizer is not None and not callable(tokenizer):
             raise ParameterError(f"tokenizer must be callable, got {type(tokenizer).__name__}")
         if not isinstance(lowercase, (bool, np.bool_)):
@@ -200,8 +248,14 @@ class TextOptions(NamedTuple):
         return tokens_of
 
     def tokenize(self, texts: Iterable[str]) -> list[list[str]]:
-        """The tokens of each text (one list per text), as :meth:`Corpus.from_texts` makes them
-        before its vocabulary is built."""
+        """The tokens of texts, as :meth:`Corpus.from_texts` makes them before its vocabulary is
+        built.
+
+        Args:
+            texts: the texts.
+
+        Returns:
+            One list of tokens per text."""
         if isinstance(texts, (str, bytes)):
             raise CorpusError("texts must be an iterable of str, got a single string")
         tokens_of = self._pipeline()
@@ -213,7 +267,18 @@ class TextOptions(NamedTuple):
         return out
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-able description (a custom tokenizer is named, not stored)."""
+        """A JSON-able description, as a model file stores it.
+
+        Returns:
+            {"tokenizer", "normalize", "lowercase", "stop_words", "min_length"} (a custom
+            tokenizer is named, not stored).
+
+        Example:
+            >>> from jaxtopics.text import TextOptions
+            >>> TextOptions.make(stop_words=["the"]).to_json()
+            {'tokenizer': 'default', 'normalize': 'NFC', 'lowercase': True, 'stop_words': ['the'],
+             'min_length': 2}
+        """
         tok = self.tokenizer
         if tok is None:
             name = "default"
@@ -230,7 +295,16 @@ class TextOptions(NamedTuple):
 
     @classmethod
     def from_json(cls, obj: Any) -> TextOptions:
-        """Inverse of :meth:`to_json`; raises ValueError saying what is wrong."""
+        """Inverse of :meth:`to_json`.
+
+        Args:
+            obj: what :meth:`to_json` returned (read back from JSON).
+
+        Returns:
+            The TextOptions (tokenizer None for "default", else the custom tokenizer's name).
+
+        Raises:
+            ValueError: saying what is wrong."""
         keys = {"tokenizer", "normalize", "lowercase", "stop_words", "min_length"}
         if not isinstance(obj, dict) or set(obj) != keys:
             got = sorted(obj) if isinstance(obj, dict) else type(obj).__name__
@@ -255,8 +329,18 @@ class TextOptions(NamedTuple):
 
 def nfc_vocab(vocab: tuple[str, ...], what: str = "vocab words") -> tuple[str, ...]:
     """The vocabulary NFC-normalised (as ``from_texts`` normalises texts), so a word matches
-    however its characters were composed; two entries that become the same word are refused,
-    naming both (their code points differ where they look alike)."""
+    however its characters were composed.
+
+    Args:
+        vocab: the words.
+        what: what the entries are, in the error ("vocab words", "label_names entries").
+
+    Returns:
+        The words NFC-normalised (`vocab` itself where all are already).
+
+    Raises:
+        CorpusError: two entries become the same word, naming both (their code points differ
+            where they look alike)."""
     if all(w.isascii() or unicodedata.is_normalized("NFC", w) for w in vocab):
         return vocab
     out = tuple(unicodedata.normalize("NFC", w) for w in vocab)
