@@ -152,11 +152,30 @@ def read_ldac(path: PathLike, num_words: int | None = None,
               documents: tuple[int, int] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Read an LDA-C file (``N id:count id:count ...`` per document, ``0`` = empty document).
 
-    Returns ``(word_ids int32 [N], doc_offsets int64 [D+1])``; each pair ``id:count`` becomes
-    ``count`` repeated tokens ``id`` in file order. With ``num_words``, every pair's id (a pair
-    with count 0 too) must be below it. `documents=(start, stop)` reads only those lines (a
-    process of a multi-process fit holds only its own documents); errors still name the line of
-    the file.
+    Args:
+        path: the file.
+        num_words: V: every pair's id (a pair with count 0 too) must be below it; None: any.
+        documents: (start, stop): read only those lines (a process of a multi-process fit
+            holds only its own documents); errors still name the line of the file. None: all.
+
+    Returns:
+        ``(word_ids int32 [N], doc_offsets int64 [D+1])``; each pair ``id:count`` becomes
+        ``count`` repeated tokens ``id`` in file order.
+
+    Raises:
+        FormatError: a malformed line (``path:line: message``).
+
+    Example:
+        >>> import jaxtopics as jt
+        >>> from jaxtopics import io
+        >>> corpus = jt.Corpus.from_token_lists([["a", "b", "a"], ["c"]])
+        >>> io.write_ldac("corpus.ldac", corpus)
+        >>> print(open("corpus.ldac").read(), end="")
+        2 0:2 1:1
+        1 2:1
+        >>> word_ids, doc_offsets = io.read_ldac("corpus.ldac", num_words=3)
+        >>> word_ids.tolist(), doc_offsets.tolist()
+        ([0, 0, 1, 2], [0, 3, 4])
     """
     lines = _lines(_read_text(path))
     first = 0
@@ -249,8 +268,12 @@ def _check_total_tokens(token_end: np.ndarray, entry_end: np.ndarray, path: Path
 
 
 def write_ldac(path: PathLike, corpus: _TokenArrays) -> None:
-    """Write ``corpus`` (anything with ``word_ids`` and ``doc_offsets``, e.g. a Corpus) as LDA-C
-    (one line per document, pairs sorted by word id); atomic."""
+    """Write a corpus as LDA-C (one line per document, pairs sorted by word id); atomic.
+
+    Args:
+        path: the file.
+        corpus: anything with ``word_ids`` and ``doc_offsets``, e.g. a Corpus (its vocabulary
+            goes to its own file: :func:`write_vocab`)."""
     offsets = corpus.doc_offsets
     out: list[str] = []
     for d in range(len(offsets) - 1):
@@ -265,7 +288,16 @@ def write_ldac(path: PathLike, corpus: _TokenArrays) -> None:
 
 
 def read_vocab(path: PathLike) -> tuple[str, ...]:
-    """Read a vocabulary, one word per line (surrounding whitespace stripped); line i = id i-1."""
+    """Read a vocabulary, one word per line (surrounding whitespace stripped).
+
+    Args:
+        path: the file.
+
+    Returns:
+        The words; line i holds id i-1.
+
+    Raises:
+        FormatError: a blank entry."""
     words = tuple(ln.strip() for ln in _lines(_read_text(path)))
     for i, w in enumerate(words):
         if not w:
@@ -274,7 +306,11 @@ def read_vocab(path: PathLike) -> tuple[str, ...]:
 
 
 def write_vocab(path: PathLike, vocab: tuple[str, ...] | list[str]) -> None:
-    """Write one word per line; atomic."""
+    """Write one word per line; atomic.
+
+    Args:
+        path: the file.
+        vocab: the words (none empty, none with a line break or surrounding whitespace)."""
     for i, w in enumerate(vocab):
         if "\n" in w or "\r" in w or w != w.strip() or not w:
             raise FormatError(f"vocabulary entry {i} ({w!r}) cannot be written one per line")
@@ -311,10 +347,16 @@ def read_uci(
     """Read UCI bag-of-words (``docword.*.txt`` + ``vocab.*.txt``).
 
     The docword file has a header of three lines (D, W, NNZ), then NNZ lines
-    ``docID wordID count`` (1-based ids). Returns ``(word_ids, doc_offsets, vocab)``; documents
-    with no entries are kept as empty documents. Sizes from the header are bounded (int32) and
-    checked against the file before anything of their size is allocated.
-    """
+    ``docID wordID count`` (1-based ids). Sizes from the header are bounded (int32) and checked
+    against the file before anything of their size is allocated.
+
+    Args:
+        docword_path: the ``docword.*.txt`` file.
+        vocab_path: the ``vocab.*.txt`` file.
+
+    Returns:
+        ``(word_ids, doc_offsets, vocab)``; documents with no entries are kept as empty
+        documents."""
     lines = _lines(_read_text(docword_path))
     if len(lines) < 3:
         raise FormatError(
@@ -395,17 +437,29 @@ def read_uci(
 
 
 def read_text_lines(path: PathLike) -> list[str]:
-    """Read one document per line (a blank line is an empty document, kept)."""
+    """Read one document per line.
+
+    Args:
+        path: the text file (UTF-8).
+
+    Returns:
+        One text per line (a blank line is an empty document, kept)."""
     return _lines(_read_text(path))
 
 
 def read_labelled_text_lines(path: PathLike) -> tuple[list[list[str]], list[str]]:
     """Read TopicModel4J's labelled text: one document per line, ``label1--label2<TAB>text``.
 
-    Returns ``(label_sets, texts)``: the labels before the first tab, split at ``--`` and
-    stripped (repeats kept; the corpus counts a label once), and the text after it. A line
-    without a tab, with no label, or with an empty label name raises FormatError (path:line).
-    """
+    Args:
+        path: the text file.
+
+    Returns:
+        ``(label_sets, texts)``: the labels before the first tab, split at ``--`` and stripped
+        (repeats kept; the corpus counts a label once), and the text after it.
+
+    Raises:
+        FormatError: a line without a tab, with no label, or with an empty label name
+            (path:line)."""
     label_sets: list[list[str]] = []
     texts: list[str] = []
     for i, line in enumerate(_lines(_read_text(path))):
@@ -427,11 +481,18 @@ def read_labelled_text_lines(path: PathLike) -> tuple[list[list[str]], list[str]
 def read_jsonl(
     path: PathLike, text_key: str = "text", label_key: str | None = None
 ) -> tuple[list[str], list[Any] | None]:
-    """Read JSON lines, one object per document; returns ``(texts, labels or None)``.
+    """Read JSON lines, one object per document (blank lines are skipped).
 
-    Blank lines are skipped. Each object must hold a string under ``text_key`` and, when
-    ``label_key`` is given, a label (int or str) under it.
-    """
+    Args:
+        path: the file.
+        text_key: the key of each object's text (a string).
+        label_key: the key of each object's label (an int or str); None: no labels.
+
+    Returns:
+        ``(texts, labels or None)``.
+
+    Raises:
+        FormatError: a line that is not such an object (path:line)."""
     texts: list[str] = []
     labels: list[Any] | None = [] if label_key is not None else None
     for i, line in enumerate(_lines(_read_text(path))):
@@ -492,9 +553,22 @@ _FILE_MODE = _default_mode()
 
 @contextlib.contextmanager
 def atomic_path(path: PathLike) -> Iterator[Path]:
-    """Yield a temporary path next to ``path``; on success move it onto ``path`` (os.replace).
+    """A context manager for an atomic write: write the temporary path it yields.
 
-    If the block raises, the temporary file is removed and ``path`` is left untouched.
+    Args:
+        path: the file to write.
+
+    Yields:
+        A temporary path next to ``path``; when the block ends it is moved onto ``path``
+        (os.replace). If the block raises, the temporary file is removed and ``path`` is left
+        untouched.
+
+    Example:
+        >>> from jaxtopics.io import atomic_path
+        >>> with atomic_path("notes.txt") as tmp:
+        ...     _ = tmp.write_text("all or nothing")
+        >>> open("notes.txt").read()
+        'all or nothing'
     """
     target = Path(path)
     if target.is_dir():
@@ -526,7 +600,11 @@ def atomic_path(path: PathLike) -> Iterator[Path]:
 
 
 def atomic_write_bytes(path: PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically."""
+    """Write bytes to a file atomically (:func:`atomic_path`).
+
+    Args:
+        path: the file.
+        data: its new content."""
     with atomic_path(path) as tmp:
         tmp.write_bytes(data)
 
@@ -536,11 +614,23 @@ def atomic_write_bytes(path: PathLike, data: bytes) -> None:
 
 
 def encode_strings(strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """``(data uint8 [bytes], offsets int64 [n+1])``: the strings' UTF-8 bytes concatenated.
+    """Strings as two arrays for an npz file: their UTF-8 bytes concatenated, and offsets.
 
     Compact (a numpy unicode array costs 4 bytes x the longest string per entry) and lossless:
     a trailing ``"\\x00"``, which numpy strips from unicode arrays, survives, and so do lone
     surrogates (``surrogatepass``). Inverse: :func:`decode_strings`.
+
+    Args:
+        strings: the strings.
+
+    Returns:
+        ``(data uint8 [bytes], offsets int64 [n+1])``.
+
+    Example:
+        >>> from jaxtopics.io import decode_strings, encode_strings
+        >>> data, offsets = encode_strings(["a", "éé"])
+        >>> offsets.tolist(), decode_strings(data, offsets)
+        ([0, 1, 5], ('a', 'éé'))
     """
     encoded = [s.encode("utf-8", "surrogatepass") for s in strings]
     offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
@@ -549,7 +639,16 @@ def encode_strings(strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def decode_strings(data: np.ndarray, offsets: np.ndarray) -> tuple[str, ...]:
-    """Inverse of :func:`encode_strings`; raises ValueError saying what is malformed."""
+    """Inverse of :func:`encode_strings`.
+
+    Args:
+        data, offsets: what :func:`encode_strings` returned.
+
+    Returns:
+        The strings.
+
+    Raises:
+        ValueError: saying what is malformed."""
     data, offsets = np.asarray(data), np.asarray(offsets)
     if data.dtype != np.uint8 or data.ndim != 1:
         raise ValueError(f"string bytes must be 1-D uint8, got {data.dtype}{list(data.shape)}")
@@ -585,7 +684,20 @@ def save_model_file(path: PathLike, arrays: Mapping[str, Any], meta: Mapping[str
 
     No pickle is ever used: store string tables with :func:`encode_strings` (an object array
     of strings becomes a numpy unicode array, which strips trailing ``"\\x00"``).
-    ``meta`` gets ``"format"`` and ``"format_version"`` added.
+
+    Args:
+        path: the file.
+        arrays: name -> array (no object arrays but of strings).
+        meta: JSON-able metadata; the file's gets ``"format"``, ``"format_version"`` and the
+            ``"checksum"`` (:func:`model_checksum`) added.
+
+    Example:
+        >>> import numpy as np
+        >>> from jaxtopics.io import load_model_file, save_model_file
+        >>> save_model_file("demo.npz", {"x": np.arange(3)}, {"model": "demo"})
+        >>> arrays, meta = load_model_file("demo.npz")
+        >>> arrays["x"].tolist(), meta["model"], meta["format"]
+        ([0, 1, 2], 'demo', 'jaxtopics-model')
     """
     if Path(path).is_dir():
         raise IsADirectoryError(f"{os.fspath(path)}: is a directory, expected a file path")
@@ -621,11 +733,18 @@ _DAMAGED_ARCHIVE = (ValueError, OSError, EOFError, zipfile.BadZipFile, RuntimeEr
 
 
 def load_model_file(path: PathLike, arrays: bool = True) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """Load a file written by :func:`save_model_file`; returns ``(arrays, meta)`` (``arrays=False``:
-    the metadata only, the arrays are not read and come back as ``{}``).
+    """Load a file written by :func:`save_model_file`.
 
-    Raises FormatError if the file is not a jaxtopics model or has a newer format version.
-    """
+    Args:
+        path: the file.
+        arrays: read the arrays; False: the metadata only (the arrays come back as ``{}``).
+
+    Returns:
+        ``(arrays, meta)``.
+
+    Raises:
+        FormatError: the file is not a jaxtopics model, has a newer format version, or its
+            checksum differs."""
     p = Path(path)
     if p.is_dir():
         raise IsADirectoryError(f"{p}: is a directory, expected a jaxtopics model file")
@@ -683,7 +802,14 @@ def model_checksum(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) ->
     """SHA-256 over a model file's arrays (name, dtype, shape, bytes; in name order) and its
     metadata (canonical JSON, without the checksum itself): ``load_model_file`` refuses a file
     whose stored checksum differs, so a damaged or hand-edited model file is one clear error
-    rather than whatever its edited values would break later."""
+    rather than whatever its edited values would break later.
+
+    Args:
+        arrays: the file's arrays.
+        meta: its metadata (a ``"checksum"`` entry is left out).
+
+    Returns:
+        ``"sha256:<hex digest>"``."""
     h = hashlib.sha256(b"jaxtopics-model-v1\0")
     for name in sorted(arrays):
         a = np.ascontiguousarray(arrays[name])
