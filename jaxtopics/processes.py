@@ -45,7 +45,15 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
 
     The wait for the other processes (up to ``initialization_timeout``, 300 s by default) runs in
     a helper thread, so that Ctrl-C (KeyboardInterrupt) still reaches the caller meanwhile: the
-    native call itself holds the main thread until it returns."""
+    native call itself holds the main thread until it returns.
+
+    Args:
+        coordinator_address: ``host:port`` of process 0 (None: from the environment, e.g.
+            SLURM's).
+        num_processes: the processes of the run (None: from the environment).
+        process_id: this process's index (None: from the environment).
+        **kwargs: ``jax.distributed.initialize``'s other arguments (``initialization_timeout``,
+            ``local_device_ids``, ...)."""
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
     failure: list[BaseException] = []
 
@@ -72,10 +80,19 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
 
 def on_every_process(fn, what: str = "lay out their documents"):
     """``fn()``, where a JaxTopicsError or OSError on any process of a multi-process run ends
-    every process (the others would otherwise wait in the next collective for the one that left);
-    the others' error says the failed processes could not `what`.
-    `fn` must not itself use collectives: a process that fails before them would leave the
-    others waiting there."""
+    every process (the others would otherwise wait in the next collective for the one that left).
+
+    Args:
+        fn: a function of no arguments; it must not itself use collectives (a process that
+            fails before them would leave the others waiting there).
+        what: what the failed processes could not do, in the others' error.
+
+    Returns:
+        ``fn()``; one process: just that.
+
+    Raises:
+        ParameterError: on the processes where `fn` succeeded, when it failed on another
+            (where it failed, its own error)."""
     if jax.process_count() == 1:
         return fn()
     error = None
@@ -97,7 +114,11 @@ def require_same_settings(settings: dict[str, Any], *, where: str = "") -> None:
     the same `settings` (name -> value, compared by ``repr``; the same names on every process).
     Processes that disagree on, e.g., the sweeps, K or the seed would otherwise wait for each
     other forever, abort inside a collective, or save a seed that does not give their chain.
-    One small ``process_allgather`` of a CRC-32 per setting; one process: nothing to check."""
+    One small ``process_allgather`` of a CRC-32 per setting; one process: nothing to check.
+
+    Args:
+        settings: name -> value, compared by ``repr``.
+        where: appended to the error's list of settings (e.g. " of the fit")."""
     if jax.process_count() == 1:
         return
     names = sorted(settings)
@@ -164,10 +185,21 @@ def _allgather_host(x: np.ndarray) -> np.ndarray:
 
 
 def process_sum(value):
-    """`value` (an int, or an integer array of one shape on every process) summed over the
-    processes of a multi-process run (exact for 64-bit totals, such as the tokens of a large
-    corpus); one process: `value`. Arrays of different sizes are a ParameterError on every
-    process."""
+    """A value summed over the processes of a multi-process run (exact for 64-bit totals, such
+    as the tokens of a large corpus).
+
+    Args:
+        value: an int, or an integer array of one shape on every process (arrays of different
+            sizes are a ParameterError on every process).
+
+    Returns:
+        The sum: an int, or an int64 array; one process: `value`.
+
+    Example:
+        >>> from jaxtopics.processes import process_sum
+        >>> process_sum(3)                                   # one process: the value itself
+        3
+    """
     if np.ndim(value) == 0:
         if jax.process_count() == 1:
             return int(value)
@@ -207,8 +239,20 @@ def _host_value(x: Array) -> np.ndarray:
 
 
 def balanced_ranges(doc_tokens: np.ndarray, parts: int) -> list[int]:
-    """Cut documents 0..D-1 into `parts` contiguous non-empty ranges of about equal token counts;
-    returns the P+1 boundaries. Needs D >= parts."""
+    """Cut documents 0..D-1 into contiguous non-empty ranges of about equal token counts.
+
+    Args:
+        doc_tokens: [D] tokens of each document.
+        parts: P, the ranges; D >= P.
+
+    Returns:
+        The P+1 boundaries (document indices, from 0 to D).
+
+    Example:
+        >>> from jaxtopics.processes import balanced_ranges
+        >>> balanced_ranges([5, 1, 1, 5, 2, 2], 3)
+        [0, 2, 4, 6]
+    """
     doc_tokens = np.asarray(doc_tokens, np.int64)
     ends, total, num_docs = np.cumsum(doc_tokens), int(doc_tokens.sum()), doc_tokens.shape[0]
     cuts, prev = [], 0
@@ -230,7 +274,18 @@ def read_process_corpus(path, fmt: str = "ldac", vocab=None, *, labelled: bool =
     process reads them, with the same ids in every process: `labelled` (text: label sets from
     lines ``label1--label2<TAB>text``, as ``Corpus.from_text_file(labelled=True)``) or
     `label_key` (jsonl: one label per document, as ``Corpus.from_jsonl``). One process: the
-    whole file."""
+    whole file.
+
+    Args:
+        path: the corpus file.
+        fmt: "ldac", "text" or "jsonl".
+        vocab: for "ldac", a vocabulary file or word list (None: words named by id).
+        labelled: for "text", read label sets (``label1--label2<TAB>text``).
+        label_key: for "jsonl", the key of each document's label.
+        **text_kwargs: ``Corpus.from_texts``'s options (text, jsonl).
+
+    Returns:
+        A Corpus of this process's documents."""
     from . import io as _io
 
     processes, me = jax.process_count(), jax.process_index()
@@ -336,7 +391,15 @@ def global_fingerprint(local: Corpus, sentences: bool = False, version: int = 2)
     files store) equals the one-process fingerprint of the whole corpus, whatever the number of
     processes: each process hashes its documents at their global offsets and the sums are added
     (``Corpus.fingerprint_parts``). Version 1 (files written before): a hash of the processes'
-    own digests, valid for the same process layout only."""
+    own digests, valid for the same process layout only.
+
+    Args:
+        local: this process's documents.
+        sentences: hash the sentence boundaries too.
+        version: 1 or 2.
+
+    Returns:
+        The fingerprint (as ``Corpus.fingerprint``)."""
     if jax.process_count() == 1:
         return local.fingerprint(sentences, version)
     if version == 2:
