@@ -107,12 +107,18 @@ AXIS = "shards"
 
 @dataclass(frozen=True)
 class ShardedData:
-    """`data`: the model's ``Data`` with a leading shard axis on every array (padded to equal
-    shapes); `sizes`: {name: [shards] int32} the unpadded ``shard_sizes`` of every shard (among
-    them the real length of each axis); `module`: the model module (static); `shapes`: the
-    per-shard State fields' padded shapes (static); `host`: this process's shards' Data fields
-    named by the module's ``SHARDING.permuted`` ({name: [local shards, ...] numpy}), kept on the
-    host (static, compared by identity)."""
+    """A corpus laid out in shards for a model's sharded sweep (what :func:`prepare` returns).
+
+    Attributes:
+        data: the model's ``Data`` with a leading shard axis on every array (padded to equal
+            shapes).
+        sizes: {name: [shards] int32} the unpadded ``shard_sizes`` of every shard (among them
+            the real length of each axis).
+        module: the model module (static).
+        shapes: the per-shard State fields' padded shapes (static).
+        host: this process's shards' Data fields named by the module's ``SHARDING.permuted``
+            ({name: [local shards, ...] numpy}), kept on the host (static, compared by
+            identity)."""
 
     data: Any
     sizes: dict
@@ -132,6 +138,7 @@ class ShardedData:
 
     @property
     def num_shards(self) -> int:
+        """The number of shards (over all processes)."""
         return next(iter(self.sizes.values())).shape[0]
 
 
@@ -168,7 +175,13 @@ def _permuted(module: ModuleType, sdata: ShardedData, name: str) -> np.ndarray |
 
 
 def module_of(params: Any) -> ModuleType:
-    """The model module whose ``Params`` `params` is (e.g. ``models.lda`` for ``lda.Params``)."""
+    """The model module whose ``Params`` `params` is.
+
+    Args:
+        params: a model module's Params.
+
+    Returns:
+        The module (e.g. ``models.lda`` for ``lda.Params``)."""
     return sys.modules[type(params).__module__]
 
 
@@ -177,9 +190,23 @@ def _is_sharded(module: ModuleType, name: str) -> bool:
 
 
 def split_documents(corpus: Corpus, num_shards: int) -> list[np.ndarray]:
-    """Contiguous document ranges, one per shard, with about equal token counts (every shard
-    gets at least one document that holds tokens; empty documents are refused only where fewer
-    than `num_shards` documents hold any). Returns the document indices of each shard."""
+    """Contiguous document ranges, one per shard, with about equal token counts.
+
+    Args:
+        corpus: the documents.
+        num_shards: the shards; every shard gets at least one document that holds tokens
+            (empty documents are refused only where fewer than `num_shards` documents hold any).
+
+    Returns:
+        The document indices of each shard.
+
+    Example:
+        >>> import jaxtopics as jt
+        >>> from jaxtopics import distributed
+        >>> corpus = jt.Corpus.from_texts(["apple banana", "car road", "apple", "car"])
+        >>> [ix.tolist() for ix in distributed.split_documents(corpus, 2)]
+        [[0, 1], [2, 3]]
+    """
     if not isinstance(num_shards, (int, np.integer)) or num_shards < 1:
         raise ParameterError(f"num_shards must be a positive integer, got {num_shards!r}")
     if num_shards > corpus.num_docs:
@@ -206,7 +233,24 @@ def split_documents(corpus: Corpus, num_shards: int) -> list[np.ndarray]:
 
 
 def make_mesh(num_shards: int, devices: Sequence[jax.Device] | None = None) -> Mesh:
-    """A 1-d mesh over the first `num_shards` devices (default: ``jax.devices()``)."""
+    """A 1-d mesh over the first `num_shards` devices, its axis named ``AXIS`` ("shards").
+
+    Args:
+        num_shards: the devices used.
+        devices: the devices to take them from (default: ``jax.devices()``, by process).
+
+    Returns:
+        A ``jax.sharding.Mesh``.
+
+    Raises:
+        ParameterError: fewer devices than `num_shards` (on a CPU, start the process with
+            ``jax.config.update("jax_num_cpu_devices", P)``).
+
+    Example:
+        >>> from jaxtopics import distributed
+        >>> dict(distributed.make_mesh(1).shape)
+        {'shards': 1}
+    """
     if devices is None:
         devices = sorted(jax.devices(), key=lambda dv: (dv.process_index, dv.id))
     devices = list(devices)
@@ -218,8 +262,22 @@ def make_mesh(num_shards: int, devices: Sequence[jax.Device] | None = None) -> M
 
 
 def shard_refusal(module: ModuleType, params: Any) -> str | None:
-    """Why `module` with `params` cannot run sharded (None: it can): no sharded kernel, a sampler
-    other than ``parallel``, or the module's own ``check_shard_params`` refusing."""
+    """Why a model cannot run sharded with these settings.
+
+    Args:
+        module: the model module.
+        params: its Params.
+
+    Returns:
+        None where it can; else why not: no sharded kernel, a sampler other than ``parallel``,
+        or the module's own ``check_shard_params`` refusing.
+
+    Example:
+        >>> from jaxtopics import distributed
+        >>> from jaxtopics.models import lda
+        >>> distributed.shard_refusal(lda, lda.Params(num_topics=2, sampler="serial"))
+        "sharded sweeps run the 'parallel' kernel, got sampler='serial'"
+    """
     name = module.__name__.rsplit(".", 1)[-1]
     if _sharding(module) is None:
         return f"{name} has no sharded kernel"
@@ -238,12 +296,21 @@ def prepare(corpus: Corpus, params: Any, num_shards: int,
             module: ModuleType | None = None) -> ShardedData:
     """Split the corpus into `num_shards` document ranges and lay each out as the model's
     ``prepare`` does, padded to common shapes (``pad_shard``) and stacked along a leading shard
-    axis. `module`: the model module (default: the one `params` belong to).
+    axis.
 
     In a multi-process run (``initialize``), `corpus` is this process's own documents
     (``read_process_corpus``) and `num_shards` the global number of shards; this process lays
     out its ``num_shards / process_count`` shards (host arrays), padded to the shapes common to
-    all processes. ``place`` then assembles the global arrays."""
+    all processes. ``place`` then assembles the global arrays.
+
+    Args:
+        corpus: the documents (of this process).
+        params: the model's Params (checked, and refused where ``shard_refusal`` says why).
+        num_shards: the shards over all processes.
+        module: the model module (default: the one `params` belong to).
+
+    Returns:
+        A :class:`ShardedData` (see :func:`sweep` for the whole flow)."""
     module = module_of(params) if module is None else module
     checked = module.check_params(params) if hasattr(module, "check_params") else None
     params = params if checked is None else checked
@@ -329,7 +396,15 @@ def _specs(module: ModuleType, state: Any) -> Any:
 def recount(state: Any, sdata: ShardedData, params: Any) -> Any:
     """Rebuild every count table of a placed sharded state from its latents (``recount_shard`` on
     every shard; the global tables are summed over the shards, in a multi-process run over all
-    processes' tokens)."""
+    processes' tokens).
+
+    Args:
+        state: the placed sharded State.
+        sdata: its placed ShardedData.
+        params: the model's Params.
+
+    Returns:
+        The State with its tables recounted, placed as `state`."""
     mesh = _mesh_of(state)
     out = None
     if mesh is not None:
@@ -340,7 +415,15 @@ def recount(state: Any, sdata: ShardedData, params: Any) -> Any:
 def init(key: Array, sdata: ShardedData, params: Any) -> Any:
     """The model's ``init`` on every shard (key ``fold_in(key, shard)``; one shard: `key`, so the
     state is the model's ``init`` of the whole corpus), tables recounted without the padding.
-    Per-shard fields carry the shard axis; the global tables are the sums over the shards."""
+    Per-shard fields carry the shard axis; the global tables are the sums over the shards.
+
+    Args:
+        key: the PRNG key of the initialisation.
+        sdata: the corpus's ShardedData (from :func:`prepare`).
+        params: the model's Params.
+
+    Returns:
+        The sharded State (not yet placed: :func:`place`)."""
     module = sdata.module
     inits = _sharding(module).inits
     if inits is not None and params.init not in inits:
@@ -356,9 +439,15 @@ def shard_state(state: Any, sdata: ShardedData, *, local: bool = False) -> Any:
     ``gather``): every per-shard field (``SHARDING.fields``) gets the shard axis and its padded
     shape, padding filled with 0; global tables are kept as they are.
 
-    Multi-process: only this process's shards are returned (host arrays for ``place``); `state`
-    is the whole corpus's (a loaded model), or with ``local=True`` this process's documents only.
-    """
+    Args:
+        state: a model State in corpus order.
+        sdata: the ShardedData to split it into.
+        local: multi-process: `state` holds this process's documents only (else the whole
+            corpus's, e.g. a loaded model's).
+
+    Returns:
+        The sharded State; multi-process: only this process's shards (host arrays for
+        ``place``)."""
     module = sdata.module
     sizes = {k: np.asarray(v) for k, v in sdata.sizes.items()}
     shards = _local_shards(sdata.num_shards)
@@ -395,8 +484,15 @@ def shard_state(state: Any, sdata: ShardedData, *, local: bool = False) -> Any:
 
 
 def bytes_per_device(state: Any, sdata: ShardedData) -> int:
-    """Bytes a device holds of a sharded `state` (``shard_state``'s, before ``place``): every
-    global table (replicated) and one shard of each per-shard field."""
+    """Bytes a device holds of a sharded state: every global table (replicated) and one shard
+    of each per-shard field.
+
+    Args:
+        state: a sharded State (``shard_state``'s, before ``place``).
+        sdata: its ShardedData.
+
+    Returns:
+        The bytes, an int."""
     from .memory import state_bytes
     return sum(state_bytes(x) // (x.shape[0] if _is_sharded(sdata.module, f) else 1)
                for f, x in zip(state._fields, state))
@@ -416,7 +512,33 @@ def _unflat(module: ModuleType, state: Any, like: Any) -> Any:
 def sweep(key: Array, state: Any, sdata: ShardedData, params: Any, mesh: Mesh) -> tuple[Any, Any]:
     """One sharded sweep: every shard runs the model's ``sweep(fold_in(key, shard), ...,
     axis_name="shards")`` on its documents (module docstring); with one shard, exactly
-    ``sweep(key, ...)``. Returns (state, the sweep's info over all shards)."""
+    ``sweep(key, ...)``.
+
+    Args:
+        key: the sweep's PRNG key.
+        state: the placed sharded State.
+        sdata: the placed ShardedData.
+        params: the model's Params.
+        mesh: the mesh they are placed on.
+
+    Returns:
+        (state, the sweep's info over all shards).
+
+    Example:
+        >>> import jax
+        >>> import jaxtopics as jt
+        >>> from jaxtopics import distributed
+        >>> from jaxtopics.models import lda
+        >>> corpus = jt.Corpus.from_texts(["apple banana apple cherry", "car engine wheel car"] * 10)
+        >>> params = lda.Params(num_topics=2)
+        >>> mesh = distributed.make_mesh(1)           # on a CPU: jax_num_cpu_devices for more
+        >>> sdata = distributed.prepare(corpus, params, num_shards=1)
+        >>> state = distributed.init(jax.random.key(0), sdata, params)
+        >>> state, sdata = distributed.place(state, sdata, mesh)
+        >>> state, info = distributed.sweep(jax.random.key(1), state, sdata, params, mesh)
+        >>> distributed.gather(state, sdata).z.shape             # corpus order (and LDA's dummy)
+        (81,)
+    """
     return _per_shard(sdata.module.sweep, key, state, sdata, params, mesh)
 
 
@@ -456,14 +578,29 @@ def _per_shard(fn, key: Array | None, state: Any, sdata: ShardedData, params: An
 
 def log_joint(state: Any, sdata: ShardedData, params: Any) -> Array:
     """The model's collapsed log joint of the whole corpus, from the per-shard tables stacked
-    (padding rows are empty and add 0) and the global tables."""
+    (padding rows are empty and add 0) and the global tables.
+
+    Args:
+        state: the sharded State.
+        sdata: its ShardedData.
+        params: the model's Params.
+
+    Returns:
+        float32 [] log p(w, z)."""
     return sdata.module.log_joint(_flat(sdata.module, state), None, params)
 
 
 def gather(state: Any, sdata: ShardedData) -> Any:
     """The global State in corpus order (host-side concatenation of the shards' real rows, then
     the dummy rows the model's layout ends with; in a multi-process run every process receives
-    all shards)."""
+    all shards).
+
+    Args:
+        state: the sharded State.
+        sdata: its ShardedData.
+
+    Returns:
+        The model's State in corpus order (as the one-device chain holds it)."""
     module = sdata.module
     host = _host_value
     sizes = {k: host(v) for k, v in sdata.sizes.items()}
@@ -508,8 +645,14 @@ def _gather_permuted(value: Array, slots: np.ndarray, n: np.ndarray) -> Array:
 def place(state: Any, sdata: ShardedData, mesh: Mesh) -> tuple[Any, ShardedData]:
     """Put the shard axis of `state` and `sdata` on the mesh devices, the global tables on all.
 
-    Multi-process: `state` and `sdata` hold this process's shards (host arrays); the global
-    arrays are assembled from every process's part (``make_array_from_process_local_data``)."""
+    Args:
+        state: the sharded State (multi-process: this process's shards, host arrays).
+        sdata: its ShardedData (likewise).
+        mesh: the mesh (:func:`make_mesh`).
+
+    Returns:
+        (state, sdata) on the devices; multi-process: global arrays assembled from every
+        process's part (``make_array_from_process_local_data``)."""
     module = sdata.module
     sharded, replicated = NamedSharding(mesh, PartitionSpec(AXIS)), NamedSharding(mesh, PartitionSpec())
     where = [sharded if _is_sharded(module, f) else replicated for f in state._fields]
@@ -534,15 +677,33 @@ class Sharded:
     """A model module's ``sweep`` / ``log_joint`` (and ``grow``, ``learn`` and the sweep-carry
     hooks ``to_carry`` / ``sweep_carry`` / ``from_carry``, where it has them) bound to a mesh, in the
     signature the driver (``fit.run_chunk``) calls: a drop-in model for sharded states and
-    ``ShardedData``."""
+    ``ShardedData``.
+
+    Attributes:
+        module: the model module.
+        mesh: the mesh its states are placed on."""
 
     module: ModuleType
     mesh: Mesh
 
     def sweep(self, key: Array, state: Any, sdata: ShardedData, params: Any) -> tuple[Any, Any]:
+        """:func:`sweep` on this mesh.
+
+        Args:
+            key, state, sdata, params: as in :func:`sweep`.
+
+        Returns:
+            (state, info)."""
         return sweep(key, state, sdata, params, self.mesh)
 
     def log_joint(self, state: Any, sdata: ShardedData, params: Any) -> Array:
+        """:func:`log_joint`.
+
+        Args:
+            state, sdata, params: as in :func:`log_joint`.
+
+        Returns:
+            float32 [] log p(w, z)."""
         return log_joint(state, sdata, params)
 
     def __getattr__(self, name: str) -> Any:
@@ -588,7 +749,10 @@ class Sharded:
 
 class ShardedLDA(Sharded):
     """``Sharded(models.lda, mesh)`` (kept for older code; the rest of this module names no
-    model)."""
+    model).
+
+    Args:
+        mesh: the mesh."""
 
     def __init__(self, mesh: Mesh):
         from .models import lda

@@ -253,7 +253,11 @@ class SentenceLDA(_Estimator):
     sentences (``Corpus.from_texts(texts, sentences=True)``, or token lists of sentences);
     samplers: "parallel" (blocks of sentences drawn at once, the fast default), "sequential"
     (exact collapsed Gibbs, sentence by sentence). Fitted: LDA's read-outs plus
-    ``sentence_topics`` [num_sentences]. See ``jaxtopics.models.slda``.
+    ``sentence_topics`` [num_sentences]. Learned priors as LDA's (``optimize_alpha``,
+    ``optimize_beta``, ``optimize_every``, ``burn_in``, ``optimizer``): alpha from the
+    sentences-per-topic counts of the documents, beta from the topics' word counts; the fitted
+    ``alpha`` (a float, [K] when asymmetric) and ``beta`` are the values in use.
+    See ``jaxtopics.models.slda``.
     """
 
     name = "slda"
@@ -263,11 +267,15 @@ class SentenceLDA(_Estimator):
 
     def __init__(self, num_topics: int = 20, alpha: float = 0.1, beta: float = 0.01,
                  sampler: str = "parallel", *, num_blocks: int = 64, chunk_size: int = 8192,
-                 split_merge_steps: int = 1):
+                 split_merge_steps: int = 1, optimize_alpha: str | None = None,
+                 optimize_beta: bool = False, optimize_every: int = 10, burn_in: int = 50,
+                 optimizer: str = "minka"):
         self.params = slda.check_params(slda.Params(
             num_topics=num_topics, alpha=check_number(alpha, "alpha"), beta=check_number(beta, "beta"),
             sampler=sampler, num_blocks=num_blocks, chunk_size=chunk_size,
-            split_merge_steps=split_merge_steps))
+            split_merge_steps=split_merge_steps, optimize_alpha=optimize_alpha,
+            optimize_beta=optimize_beta, optimize_every=optimize_every, burn_in=burn_in,
+            optimizer=optimizer))
 
 
 class PTM(_Estimator):
@@ -278,7 +286,11 @@ class PTM(_Estimator):
     share. Samplers: "parallel" (blocked: documents' pseudo-documents, then tokens' topics, each
     block drawn at once; the fast default), "sequential" (exact collapsed Gibbs, document by
     document). Fitted read-outs besides LDA's: ``pseudo_doc_topic`` [P, K], ``pseudo_labels`` [D];
-    ``doc_topic`` is each short document's. See ``jaxtopics.models.ptm``.
+    ``doc_topic`` is each short document's. Learned priors as LDA's (``optimize_alpha``,
+    ``optimize_beta``, ``optimize_every``, ``burn_in``, ``optimizer``): alpha from the
+    pseudo-documents' topic counts, beta from the topics' word counts (lam stays fixed); the
+    fitted ``alpha`` (a float, [K] when asymmetric) and ``beta`` are the values in use.
+    See ``jaxtopics.models.ptm``.
     """
 
     name = "ptm"
@@ -287,11 +299,15 @@ class PTM(_Estimator):
 
     def __init__(self, num_topics: int = 20, num_pseudo_docs: int = 100, alpha: float = 0.1,
                  beta: float = 0.01, lam: float = 0.1, sampler: str = "parallel", *,
-                 num_blocks: int = 64, chunk_size: int = 8192):
+                 num_blocks: int = 64, chunk_size: int = 8192, optimize_alpha: str | None = None,
+                 optimize_beta: bool = False, optimize_every: int = 10, burn_in: int = 50,
+                 optimizer: str = "minka"):
         self.params = ptm.check_params(ptm.Params(
             num_topics=num_topics, num_pseudo_docs=num_pseudo_docs, alpha=check_number(alpha, "alpha"),
             beta=check_number(beta, "beta"), lam=check_number(lam, "lam"),
-            sampler=sampler, num_blocks=num_blocks, chunk_size=chunk_size))
+            sampler=sampler, num_blocks=num_blocks, chunk_size=chunk_size,
+            optimize_alpha=optimize_alpha, optimize_beta=optimize_beta,
+            optimize_every=optimize_every, burn_in=burn_in, optimizer=optimizer))
 
 
 class DMM(_Estimator):

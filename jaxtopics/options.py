@@ -53,6 +53,19 @@ SPLIT_MERGE_STEPS = Option("--split-merge-steps", "split_merge_steps", int,
                            "two topics' sentences, default 1; 0: none)")
 INITIAL_TOPICS = Option("--initial-topics", "initial_topics", int,
                         "topics of the random initial state (hdp, dpmrm)")
+# learned Dirichlet priors (``jaxtopics.learned_priors``), the same flags for lda, slda and ptm
+OPTIMIZE_ALPHA = Option("--optimize-alpha", "optimize_alpha", str,
+                        "learn alpha from the chain (lda, slda, ptm): one value (symmetric) or one "
+                        "per topic (asymmetric); --alpha is the start",
+                        choices=("symmetric", "asymmetric"))
+OPTIMIZE_BETA = Option("--optimize-beta", "optimize_beta", bool,
+                       "learn the symmetric beta from the chain (lda, slda, ptm); --beta is the "
+                       "start")
+OPTIMIZE_EVERY = Option("--optimize-every", "optimize_every", int,
+                        "learned priors: sweeps between updates (lda, slda, ptm; default 10)")
+BURN_IN = Option("--burn-in", "burn_in", int,
+                 "learned priors: sweeps before the first update (lda, slda, ptm; default 50)")
+LEARNED_PRIORS = (OPTIMIZE_ALPHA, OPTIMIZE_BETA, OPTIMIZE_EVERY, BURN_IN)
 
 #: model name (``--model``) -> its own options, beyond SHARED_OPTIONS
 MODEL_OPTIONS: dict[str, tuple[Option, ...]] = {
@@ -66,21 +79,13 @@ MODEL_OPTIONS: dict[str, tuple[Option, ...]] = {
             NUM_BLOCKS,
             Option("--mh-steps", "mh_steps", int, "LDA parallel: Metropolis-Hastings cycles "
                    "per token instead of an exact draw (default 0: exact; for very large K)"),
-            Option("--optimize-alpha", "optimize_alpha", str,
-                   "learn alpha from the chain (LDA): one value (symmetric) or one per topic "
-                   "(asymmetric); --alpha is the start", choices=("symmetric", "asymmetric")),
-            Option("--optimize-beta", "optimize_beta", bool,
-                   "learn the symmetric beta from the chain (LDA); --beta is the start"),
-            Option("--optimize-every", "optimize_every", int,
-                   "learned priors: sweeps between updates (LDA; default 10)"),
-            Option("--burn-in", "burn_in", int,
-                   "learned priors: sweeps before the first update (LDA; default 50)")),
-    "slda": (NUM_TOPICS, NUM_BLOCKS, SPLIT_MERGE_STEPS),
+            *LEARNED_PRIORS),
+    "slda": (NUM_TOPICS, NUM_BLOCKS, SPLIT_MERGE_STEPS, *LEARNED_PRIORS),
     "ptm": (NUM_TOPICS,
             Option("--num-pseudo-docs", "num_pseudo_docs", int,
                    "P, the number of pseudo-documents (PTM)"),
             Option("--lam", "lam", float, "Dirichlet over pseudo-documents (PTM, default 0.1)"),
-            NUM_BLOCKS),
+            NUM_BLOCKS, *LEARNED_PRIORS),
     "dpmrm": (GAMMA,
               Option("--eta", "eta", float, "Dirichlet over a document's labels (dpmrm)"),
               INITIAL_TOPICS, NUM_BLOCKS),

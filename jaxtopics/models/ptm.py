@@ -34,6 +34,13 @@ Counts are int32 tables: ``pseudo_topic`` [P, K] (N_l^k), ``pseudo_docs`` [P] (n
 the prior term alone). The pseudo-document step reads each document's tokens from a [D, L] table
 padded to the longest document (L): made for short texts; a corpus with a few very long documents
 pays D x L int32 there.
+
+Learned priors (``Params.optimize_alpha`` / ``optimize_beta``, as LDA's: ``jaxtopics.learned_priors``,
+:func:`learn`): alpha maximises the Dirichlet-multinomial evidence of the pseudo-document-topic
+rows N_l. (``pseudo_topic``: groups are pseudo-documents, cells topics; the second sum of
+``log_joint``), beta that of the topics' word counts n_k.; lam, the Dirichlet over
+pseudo-documents, stays fixed. With alpha_k per topic (asymmetric), alpha in (36) and (T) is
+the token's topic's alpha_k and K alpha is sum_k alpha_k.
 """
 
 from __future__ import annotations
@@ -46,6 +53,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from .. import learned_priors
 from ..corpus import Corpus
 from ..errors import ParameterError
 from ..validate import MAX_BLOCKS, array_spec, check_positive_int, count_problem, latent_problem
@@ -72,13 +80,20 @@ __all__ = [
     "Params", "State", "Data", "SweepInfo", "SAMPLERS",
     "check_params", "check_state", "prepare", "init", "state_from_assignments", "sweep", "log_joint",
     "estimate", "fold_in", "assignments", "rebuild", "shard_sizes", "pad_shard", "recount_shard",
+    "learn", "learns", "traced_priors",
 ]
 
 SAMPLERS = ("parallel", "sequential")
 #: ``jaxtopics.distributed`` can shard this model's ``parallel`` kernel over devices
 #: (per-shard State fields and their axis; pseudo_topic, pseudo_docs, word_topic and topic are
-#: global: a pseudo-document's documents may live on any shard)
-SHARDING = Sharding(fields={"z": "tokens", "pseudo": "docs", "doc_topic": "docs"})
+#: global: a pseudo-document's documents may live on any shard; alpha and beta, the priors in
+#: use, are settings, equal on every shard)
+SHARDING = Sharding(fields={"z": "tokens", "pseudo": "docs", "doc_topic": "docs"},
+                    replicated=("alpha", "beta"))
+#: Params fields newer than some model files, with the value those files ran with
+PARAMS_ADDED_LATER = dict(learned_priors.DEFAULTS)
+#: State fields newer than some model files: the priors those chains ran with (their params')
+STATE_ADDED_LATER = learned_priors.state_added_later(lambda params: params.num_topics)
 
 # float32 must hold a concentration and its products with K, P, V without under/overflow
 _MIN_CONC, _MAX_CONC = 1e-30, 1e30
@@ -92,6 +107,13 @@ class Params(NamedTuple):
     sampler: "parallel" | "sequential". num_blocks: document blocks and token blocks per parallel
     sweep (staleness ~1/num_blocks of the corpus). chunk_size: bounds the working arrays
     (tokens x topics in the topic step, document tokens x pseudo-documents in (36)).
+    optimize_alpha: None (default: alpha stays as given), "symmetric" or "asymmetric" (alpha_k
+    per topic); optimize_beta: learn the symmetric beta. As LDA's (``jaxtopics.learned_priors``):
+    after sweep s (from 1) with s > burn_in and s a multiple of optimize_every, alpha maximises
+    the Dirichlet-multinomial evidence of the pseudo-document-topic rows N_l. and beta that of
+    the topics' word counts (:func:`learn`); optimizer "minka" (default) or "optax". `alpha` and
+    `beta` are the starting values, the learned ones are chain state (``State.alpha``/``beta``).
+    lam is not learned.
     """
 
     num_topics: int
@@ -102,6 +124,11 @@ class Params(NamedTuple):
     sampler: str = "parallel"
     num_blocks: int = 64
     chunk_size: int = 8192
+    optimize_alpha: str | None = None
+    optimize_beta: bool = False
+    optimize_every: int = 10
+    burn_in: int = 50
+    optimizer: str = "minka"
 
 
 class Data(NamedTuple):
@@ -130,7 +157,9 @@ class Data(NamedTuple):
 class State(NamedTuple):
     """Chain state: z [N+1] int32 topic of each token (slot N a dummy, always 0), pseudo [D] int32
     pseudo-document l_m of each document, and the int32 count tables pseudo_topic [P, K],
-    pseudo_docs [P], doc_topic [D, K], word_topic [V, K], topic [K], consistent with z and l."""
+    pseudo_docs [P], doc_topic [D, K], word_topic [V, K], topic [K], consistent with z and l;
+    the priors in use: alpha [K] float32 (all equal unless learned asymmetric) and beta []
+    float32, the Params' values unless the chain learns them."""
 
     z: Array
     pseudo: Array
@@ -139,6 +168,8 @@ class State(NamedTuple):
     doc_topic: Array
     word_topic: Array
     topic: Array
+    alpha: Array
+    beta: Array
 
 
 class SweepInfo(NamedTuple):
@@ -174,7 +205,22 @@ def check_params(params: Params) -> Params:
         alpha=_concentration(params.alpha, "alpha"), beta=_concentration(params.beta, "beta"),
         lam=_concentration(params.lam, "lam"),
         num_blocks=check_positive_int(params.num_blocks, "num_blocks", high=MAX_BLOCKS),
-        chunk_size=check_positive_int(params.chunk_size, "chunk_size"))
+        chunk_size=check_positive_int(params.chunk_size, "chunk_size"),
+        **learned_priors.check(params))
+
+
+learns = learned_priors.learns
+_priors = learned_priors.in_use
+
+
+def traced_priors(state: State, params: Params) -> dict[str, Array]:
+    """The learned priors the trace records ({} when the chain learns none)."""
+    return learned_priors.traced(state, params)
+
+
+def _total(alpha: Array | float, k: int) -> Array | float:
+    """sum_k alpha_k: K alpha for a scalar alpha (a Python float stays one)."""
+    return k * alpha if jnp.ndim(alpha) == 0 else jnp.sum(alpha)
 
 
 def prepare(corpus: Corpus, params: Params) -> Data:
@@ -215,13 +261,14 @@ def state_from_assignments(z: Array, pseudo: Array, data: Data, params: Params,
     pseudo = jnp.asarray(pseudo, jnp.int32)
     doc = data.doc[:n]
     w = real_tokens
+    alpha, beta = learned_priors.initial_traced(params, k)
     return State(
         z=jnp.append(z, 0).astype(jnp.int32), pseudo=pseudo,
         pseudo_topic=count_table((p, k), pseudo[doc], z, weights=w),
         pseudo_docs=count_table((p,), pseudo, weights=real_docs),
         doc_topic=count_table((d, k), doc, z, weights=w),
         word_topic=count_table((v, k), data.word[:n], z, weights=w),
-        topic=count_table((k,), z, weights=w))
+        topic=count_table((k,), z, weights=w), alpha=alpha, beta=beta)
 
 
 def init(key: Array, data: Data, params: Params) -> State:
@@ -237,25 +284,31 @@ def init(key: Array, data: Data, params: Params) -> State:
 
 
 def _pseudo_logits(topics: Array, valid: Array, own: Array, own_rows: Array,
-                   pseudo_topic: Array, pseudo_docs: Array, params: Params) -> Array:
+                   pseudo_topic: Array, pseudo_docs: Array, params: Params,
+                   alpha: Array | float | None = None) -> Array:
     """Log of (36) for C documents against fixed counts: [C, P].
 
     topics, valid [C, L]: topics of each document's token slots. own [C]: the pseudo-document
     whose counts hold the document (its own counts are then excluded there), or -1 when the
     counts do not hold it (fold-in). own_rows [C, K]: the document's topic counts N_m^k.
+    alpha: the alpha in use (``learned_priors.in_use``; None: ``params.alpha``); a vector [K]
+    (asymmetric) smooths each token by its topic's alpha_k.
     """
     k, p = params.num_topics, params.num_pseudo_docs
     items, ranks, svalid = repeat_ranks(topics, valid, k)
+    alpha = params.alpha if alpha is None else alpha
+    smoothing = alpha if jnp.ndim(alpha) == 0 else alpha[items]               # [] or [C, L]
+    total_smoothing = _total(alpha, k)
     totals = pseudo_topic.sum(1)                                               # N_l [P]
     rows = jnp.moveaxis(pseudo_topic[:, items], 0, -1)                         # [C, L, P]
-    full = token_log_predictive(rows, ranks, totals[None, :], svalid, params.alpha, k * params.alpha)
+    full = token_log_predictive(rows, ranks, totals[None, :], svalid, smoothing, total_smoothing)
     # the document's own pseudo-document, with the document taken out of its counts
     mine = jnp.maximum(own, 0)
     own_tok = (jnp.take_along_axis(pseudo_topic[mine], items, 1)
                - jnp.take_along_axis(own_rows, items, 1))                      # [C, L]
     own_total = totals[mine] - own_rows.sum(1)
     excluded = token_log_predictive(own_tok[..., None], ranks, own_total[:, None], svalid,
-                                    params.alpha, k * params.alpha)[:, 0]
+                                    smoothing, total_smoothing)[:, 0]
     is_own = jnp.arange(p)[None, :] == own[:, None]
     likelihood = jnp.where(is_own, excluded[:, None], full)
     prior = jnp.log(pseudo_docs[None, :].astype(jnp.float32) - is_own + params.lam)
@@ -269,7 +322,7 @@ def _draw_pseudo(u: Array, docs: Array, valid: Array, state: State, data: Data,
     tok_valid = data.doc_valid[docs] & valid[:, None]
     topics = state.z[data.doc_tokens[docs]]
     logits = _pseudo_logits(topics, tok_valid, state.pseudo[docs], state.doc_topic[docs],
-                            state.pseudo_topic, state.pseudo_docs, params)
+                            state.pseudo_topic, state.pseudo_docs, params, _priors(state, params)[0])
     return categorical_logits(u, logits)
 
 
@@ -298,8 +351,9 @@ def _draw_topics(u: Array, pos: Array, state: State, data: Data, params: Params,
     """Topics of tokens `pos` [C] drawn at once from (T) against `state`'s counts."""
     group = state.pseudo[data.doc[pos]]
     word = data.word[pos]
+    alpha, beta = _priors(state, params)
     return collapsed_topic_draw(u, state.pseudo_topic[group], state.word_topic[word], state.topic,
-                                state.z[pos], params.alpha, params.beta, v)
+                                state.z[pos], alpha, beta, v)
 
 
 def _move_tokens(state: State, pos: Array, data: Data, old: Array, new: Array, valid: Array,
@@ -433,9 +487,28 @@ def recount_shard(state: State, data: Data, params: Params, sizes: dict) -> Stat
     n, d, _ = _sizes(data)
     real_tokens = jnp.arange(n) < sizes["tokens"]
     real_docs = jnp.arange(d) < sizes["docs"]
-    return state_from_assignments(jnp.where(real_tokens, state.z[:n], 0),
-                                  jnp.where(real_docs, state.pseudo, 0), data, params,
-                                  real_tokens=real_tokens, real_docs=real_docs)
+    new = state_from_assignments(jnp.where(real_tokens, state.z[:n], 0),
+                                 jnp.where(real_docs, state.pseudo, 0), data, params,
+                                 real_tokens=real_tokens, real_docs=real_docs)
+    return new._replace(alpha=state.alpha, beta=state.beta)
+
+
+# --------------------------------------------------------------------------------------------
+# learned priors
+
+
+def learn(state: State, data: Data, params: Params, t: Array,
+          axis_name: str | None = None) -> State:
+    """The state after sweep `t` (0-based) with its priors re-fitted where the chain learns them
+    (``learned_priors.refit``: when s = t + 1 > burn_in and s is a multiple of optimize_every):
+    alpha from the Dirichlet-multinomial evidence of the pseudo-document-topic rows N_l.
+    (``pseudo_topic``), beta from that of the topics' word counts n_k. (``word_topic``); lam is
+    fixed. Called by the driver after every sweep. `axis_name` (inside ``shard_map``) is
+    accepted and not needed: both tables are global, whole on every shard (a pseudo-document's
+    documents may live on any shard), so every shard fits the same priors without a psum."""
+    del axis_name
+    return learned_priors.refit(state, params, t, state.pseudo_topic, state.word_topic,
+                                alpha_axis=-1, beta_axis=0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -444,16 +517,18 @@ def recount_shard(state: State, data: Data, params: Params, sizes: dict) -> Stat
 
 def log_joint(state: State, data: Data, params: Params) -> Array:
     """Collapsed log p(w, z, l) = log DirMult(n_. | lam) + sum_l log DirMult(N_l. | alpha)
-    + sum_k log DirMult(n_k. | beta)."""
+    + sum_k log DirMult(n_k. | beta) (the priors in use)."""
+    alpha, beta = _priors(state, params)
     return (dirichlet_multinomial_log_evidence(state.pseudo_docs[None, :], params.lam)
-            + dirichlet_multinomial_log_evidence(state.pseudo_topic, params.alpha)
-            + dirichlet_multinomial_log_evidence(state.word_topic, params.beta, axis=0))
+            + dirichlet_multinomial_log_evidence(state.pseudo_topic, alpha)
+            + dirichlet_multinomial_log_evidence(state.word_topic, beta, axis=0))
 
 
-def _theta(doc_rows: Array, pseudo_rows: Array, params: Params) -> Array:
-    """theta of documents with topic counts `doc_rows` in pseudo-documents with `pseudo_rows`."""
-    ka = params.num_topics * params.alpha
-    pseudo = (pseudo_rows + params.alpha) / (pseudo_rows.sum(-1, keepdims=True) + ka)
+def _theta(doc_rows: Array, pseudo_rows: Array, alpha: Array | float, k: int) -> Array:
+    """theta of documents with topic counts `doc_rows` in pseudo-documents with `pseudo_rows`
+    (`alpha` the alpha in use: a scalar, or [K])."""
+    ka = _total(alpha, k)
+    pseudo = (pseudo_rows + alpha) / (pseudo_rows.sum(-1, keepdims=True) + ka)
     return (doc_rows + ka * pseudo) / (doc_rows.sum(-1, keepdims=True) + ka)
 
 
@@ -465,27 +540,33 @@ def estimate(state: State, params: Params) -> dict[str, Array]:
     pseudo-document's, (N_m^k + K alpha theta_lk) / (N_m + K alpha) with l = l_m: the posterior
     mean of the document's topic proportions under a Dirichlet(K alpha theta_l) centred on its
     pseudo-document (theta_l itself for an empty document, the document's own shares for a long
-    one). phi [K, V]: (n_k^w + beta) / (n_k + V beta). pseudo_labels [D]: l.
+    one). phi [K, V]: (n_k^w + beta) / (n_k + V beta). pseudo_labels [D]: l. alpha, beta: the
+    priors in use (alpha a float, [K] when learned asymmetric: then alpha_k and K alpha =
+    sum_k alpha_k above).
     """
     v = state.word_topic.shape[0]
-    phi = (state.word_topic.T + params.beta) / (state.topic[:, None] + v * params.beta)
-    ka = params.num_topics * params.alpha
-    pseudo = (state.pseudo_topic + params.alpha) / (state.pseudo_topic.sum(1, keepdims=True) + ka)
-    return {"theta": _theta(state.doc_topic, state.pseudo_topic[state.pseudo], params), "phi": phi,
-            "pseudo_doc_topic": pseudo, "pseudo_labels": state.pseudo}
+    alpha, beta = _priors(state, params)
+    phi = (state.word_topic.T + beta) / (state.topic[:, None] + v * beta)
+    ka = _total(alpha, params.num_topics)
+    pseudo = (state.pseudo_topic + alpha) / (state.pseudo_topic.sum(1, keepdims=True) + ka)
+    return {"theta": _theta(state.doc_topic, state.pseudo_topic[state.pseudo], alpha,
+                            params.num_topics), "phi": phi,
+            "pseudo_doc_topic": pseudo, "pseudo_labels": state.pseudo, "alpha": alpha, "beta": beta}
 
 
 def held_out_prior(state: State, params: Params):
     """Left-to-right pieces (``jaxtopics.evaluation``): a new short document first joins a
     pseudo-document l, p(l) = (M_l + lam) / (D + P lam) (eq. 36's first factor), and its tokens'
     topics are then a Polya urn started at the pseudo-document's counts, a_k = N_l^k + alpha;
-    log phi = log (n_k^w + beta) / (n_k + V beta). l is summed out exactly."""
+    log phi = log (n_k^w + beta) / (n_k + V beta). l is summed out exactly. alpha and beta: the
+    priors in use (learned, where the chain learns them)."""
     from ..evaluation import HeldOutPrior
 
     v = state.word_topic.shape[0]
-    log_phi = (jnp.log(state.word_topic.T.astype(jnp.float32) + params.beta)
-               - jnp.log(state.topic[:, None].astype(jnp.float32) + v * params.beta))
-    prior = state.pseudo_topic.astype(jnp.float32) + params.alpha                     # [P, K]
+    alpha, beta = _priors(state, params)
+    log_phi = (jnp.log(state.word_topic.T.astype(jnp.float32) + beta)
+               - jnp.log(state.topic[:, None].astype(jnp.float32) + v * beta))
+    prior = state.pseudo_topic.astype(jnp.float32) + alpha                            # [P, K]
     docs = state.pseudo_docs.astype(jnp.float32)
     log_weight = jnp.log(docs + params.lam) - jnp.log(jnp.sum(docs) + docs.shape[0] * params.lam)
     return HeldOutPrior(log_phi, prior, log_weight)
@@ -497,14 +578,17 @@ def state_shapes(params: Params, num_tokens: int, num_docs: int, num_words: int)
     return State(z=array_spec(num_tokens + 1), pseudo=array_spec(num_docs),
                  pseudo_topic=array_spec(p, k), pseudo_docs=array_spec(p),
                  doc_topic=array_spec(num_docs, k), word_topic=array_spec(num_words, k),
-                 topic=array_spec(k))
+                 topic=array_spec(k), alpha=array_spec(k, dtype=np.float32),
+                 beta=array_spec(dtype=np.float32))
 
 
 def check_state(state: State, params: Params) -> str | None:
     """What is out of range in a state read from a file (host arrays), or None: topics z in
     [0, K) with the dummy slot 0, pseudo-documents in [0, P), counts non-negative (``resume``
-    recounts the tables from z and the pseudo-documents)."""
-    return (latent_problem("z", state.z, params.num_topics, dummy_slot=True)
+    recounts the tables from z and the pseudo-documents); the priors finite and positive, the
+    Params' where not learned (``learned_priors.state_problem``)."""
+    return (learned_priors.state_problem(state, params, params.num_topics)
+            or latent_problem("z", state.z, params.num_topics, dummy_slot=True)
             or latent_problem("pseudo", state.pseudo, params.num_pseudo_docs)
             or count_problem(pseudo_topic=state.pseudo_topic, pseudo_docs=state.pseudo_docs,
                              doc_topic=state.doc_topic, word_topic=state.word_topic,
@@ -513,7 +597,8 @@ def check_state(state: State, params: Params) -> str | None:
 
 def rebuild(state: State, data: Data, params: Params) -> State:
     """The state with its count tables recounted from z and l (after loading a file)."""
-    return state_from_assignments(state.z[:-1], state.pseudo, data, params)
+    return state_from_assignments(state.z[:-1], state.pseudo, data, params)._replace(
+        alpha=state.alpha, beta=state.beta)
 
 
 def assignments(state: State) -> Array:
@@ -530,10 +615,11 @@ def fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps
     (the new documents are independent given them, so all at once), then the new tokens' topics
     in blocks from p(z_i = k) ∝ (N_l^k + N_m^k,-i + alpha) phi_kw (the document joins its
     pseudo-document). theta as in ``estimate``, averaged over the second half of the sweeps; a
-    document without tokens gets the prior mean sum_l p(l) theta_l.
+    document without tokens gets the prior mean sum_l p(l) theta_l. The fitted priors in use.
     """
     n, d, v = _sizes(new_data)
     k = params.num_topics
+    alpha, _ = _priors(state, params)
     if num_sweeps < 1:
         raise ParameterError(f"fold_in: num_sweeps must be >= 1, got {num_sweeps}")
     if v > state.word_topic.shape[0]:
@@ -553,7 +639,7 @@ def fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps
         def pseudo(c):
             u, docs, own = c
             logits = _pseudo_logits(z[new_data.doc_tokens[docs]], new_data.doc_valid[docs], own,
-                                    ndk[docs], state.pseudo_topic, state.pseudo_docs, params)
+                                    ndk[docs], state.pseudo_topic, state.pseudo_docs, params, alpha)
             return categorical_logits(u, logits)
 
         labels = chunked_map(pseudo, (jax.random.uniform(kl, (d,)), jnp.arange(d), no_own), doc_chunk)
@@ -568,7 +654,7 @@ def fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps
                 uc, dc, wc, oc = c
                 own = jax.nn.one_hot(oc, k, dtype=jnp.int32)
                 rows = state.pseudo_topic[labels[dc]] + ndk[dc] - own
-                return categorical(uc, (rows + params.alpha) * phi_vk[wc])
+                return categorical(uc, (rows + alpha) * phi_vk[wc])
 
             new = chunked_map(draw, (u, doc, word, old), params.chunk_size)
             z = z.at[pos].set(jnp.where(valid, new, 0))
@@ -577,7 +663,7 @@ def fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps
         (z, ndk), _ = jax.lax.scan(block, (z, ndk), (new_data.token_blocks, new_data.token_block_valid,
                                                       jnp.arange(new_data.token_blocks.shape[0])))
         keep = (t >= num_sweeps // 2).astype(jnp.float32)
-        theta = _theta(ndk, state.pseudo_topic[labels] + ndk, params)
+        theta = _theta(ndk, state.pseudo_topic[labels] + ndk, alpha, k)
         return (z, labels, ndk, acc + keep * theta), None
 
     (_, _, _, acc), _ = jax.lax.scan(one_sweep, (z0, l0, ndk, jnp.zeros((d, k), jnp.float32)),
@@ -585,7 +671,7 @@ def fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps
     # a document without tokens: the prior mean, exactly (not a Monte Carlo average over its
     # pseudo-document draws): sum_l p(l) theta_l with p(l) ∝ m_l + lam, eq. (36) without tokens
     prior = state.pseudo_docs.astype(jnp.float32) + params.lam
-    pseudo_theta = _theta(jnp.zeros_like(state.pseudo_topic), state.pseudo_topic, params)
+    pseudo_theta = _theta(jnp.zeros_like(state.pseudo_topic), state.pseudo_topic, alpha, k)
     prior_mean = jnp.sum((prior / prior.sum())[:, None] * pseudo_theta, axis=0)
     empty = (ndk.sum(1) == 0)[:, None]
     return jnp.where(empty, prior_mean[None, :], acc / (num_sweeps - num_sweeps // 2))

@@ -43,6 +43,13 @@ read-out but the topic order.
 
 Counts are int32 tables: ``doc_topic`` [D, K] (sentences), ``word_topic`` [V, K] (tokens) and
 ``topic`` [K] (tokens).
+
+Learned priors (``Params.optimize_alpha`` / ``optimize_beta``, as LDA's: ``jaxtopics.learned_priors``,
+:func:`learn`): integrating theta_m out leaves, per document, a Dirichlet-multinomial over its
+sentence topics (the first sum of ``log_joint``), so alpha maximises the Polya evidence of the
+rows c_m. of ``doc_topic`` (sentences per topic, not tokens); beta that of the topics' word
+counts n_k. (tokens), as in LDA. With alpha_k per topic (asymmetric) eq. (10)'s document factor
+is (c_mk^-ms + alpha_k) and its dropped denominator c_m^-ms + sum_k alpha_k.
 """
 
 from __future__ import annotations
@@ -55,6 +62,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from .. import learned_priors
 from ..corpus import Corpus
 from ..errors import CorpusError, ParameterError
 from ..validate import ANY_LENGTH, MAX_BLOCKS, array_spec, check_int, count_problem, latent_problem
@@ -81,6 +89,7 @@ __all__ = [
     "Params", "State", "Data", "SweepInfo", "SAMPLERS",
     "check_params", "check_state", "prepare", "init", "state_from_assignments", "sweep", "log_joint",
     "estimate", "fold_in", "assignments", "rebuild", "shard_sizes", "pad_shard", "recount_shard",
+    "learn", "learns", "traced_priors",
 ]
 
 SAMPLERS = ("parallel", "sequential")
@@ -90,9 +99,13 @@ SHARDING = Sharding(
     fields={"z": "sentences", "doc_topic": "docs", "token_sentence": "tokens"},
     # token_sentence holds positions along the sentences
     index_fields={"token_sentence": "sentences"},
+    # the priors in use: settings, equal on every shard (never summed over shards)
+    replicated=("alpha", "beta"),
 )
 #: Params fields newer than some model files, with the value those files ran with
-PARAMS_ADDED_LATER = {"split_merge_steps": 0}
+PARAMS_ADDED_LATER = {"split_merge_steps": 0, **learned_priors.DEFAULTS}
+#: State fields newer than some model files: the priors those chains ran with (their params')
+STATE_ADDED_LATER = learned_priors.state_added_later(lambda params: params.num_topics)
 
 _FLOAT32_RANGE = (1e-30, 1e30)
 #: fold_in(key, _SPLIT_MERGE_STREAM): the key of a sweep's split-merge moves (the Gibbs part of
@@ -110,6 +123,12 @@ class Params(NamedTuple):
     working array is needed. split_merge_steps: exact split-merge moves of two topics at the
     end of every sweep, both kernels (module docstring; each costs a sequential pass over the
     two topics' sentences, ~2S/K; 0 = Gibbs moves of single sentences only, as before issue 35).
+    optimize_alpha: None (default: alpha stays as given), "symmetric" or "asymmetric" (alpha_k
+    per topic); optimize_beta: learn the symmetric beta. As LDA's (``jaxtopics.learned_priors``):
+    after sweep s (from 1) with s > burn_in and s a multiple of optimize_every, alpha maximises
+    the Dirichlet-multinomial evidence of the sentence-topic rows c_m. and beta that of the
+    topics' word counts (:func:`learn`); optimizer "minka" (default) or "optax". `alpha` and
+    `beta` are the starting values, the learned ones are chain state (``State.alpha``/``beta``).
     """
 
     num_topics: int
@@ -119,6 +138,11 @@ class Params(NamedTuple):
     num_blocks: int = 64
     chunk_size: int = 8192
     split_merge_steps: int = 1
+    optimize_alpha: str | None = None
+    optimize_beta: bool = False
+    optimize_every: int = 10
+    burn_in: int = 50
+    optimizer: str = "minka"
 
 
 class Data(NamedTuple):
@@ -153,13 +177,17 @@ class State(NamedTuple):
     """Chain state: z [S+1] int32 topic of each sentence (slot S is a dummy, always 0); the int32
     count tables doc_topic [D, K] (sentences), word_topic [V, K] and topic [K] (tokens),
     consistent with z; token_sentence [N] int32, the sentence of every token (constant, kept in
-    the state so that token assignments can be read from a saved model without its corpus)."""
+    the state so that token assignments can be read from a saved model without its corpus); the
+    priors in use: alpha [K] float32 (all equal unless learned asymmetric) and beta [] float32,
+    the Params' values unless the chain learns them."""
 
     z: Array
     doc_topic: Array
     word_topic: Array
     topic: Array
     token_sentence: Array
+    alpha: Array
+    beta: Array
 
 
 class SweepInfo(NamedTuple):
@@ -188,7 +216,21 @@ def check_params(params: Params) -> Params:
     check_int(params.num_blocks, "num_blocks", low=1, high=MAX_BLOCKS)
     check_int(params.chunk_size, "chunk_size", low=1)
     check_int(params.split_merge_steps, "split_merge_steps", low=0)
-    return params
+    return params._replace(**learned_priors.check(params))
+
+
+learns = learned_priors.learns
+_priors = learned_priors.in_use
+
+
+def traced_priors(state: State, params: Params) -> dict[str, Array]:
+    """The learned priors the trace records ({} when the chain learns none)."""
+    return learned_priors.traced(state, params)
+
+
+def _total(alpha: Array | float, k: int) -> Array | float:
+    """sum_k alpha_k: K alpha for a scalar alpha (a Python float stays one)."""
+    return k * alpha if jnp.ndim(alpha) == 0 else jnp.sum(alpha)
 
 
 def prepare(corpus: Corpus, params: Params) -> Data:
@@ -277,6 +319,7 @@ def state_from_assignments(z: Array, data: Data, params: Params, real: Array | N
     sent = _sentence_inputs(data, jnp.arange(s))
     m = sent.words.shape[1]
     z = jnp.asarray(z, jnp.int32)
+    alpha, beta = learned_priors.initial_traced(params, k)
     return State(
         z=jnp.append(z, 0).astype(jnp.int32),
         doc_topic=count_table((d, k), data.sent_doc[:s], z, weights=real),
@@ -284,6 +327,7 @@ def state_from_assignments(z: Array, data: Data, params: Params, real: Array | N
                                weights=sent.counts.reshape(-1)),
         topic=count_table((k,), z, weights=data.sent_len[:s]),
         token_sentence=jnp.array(data.token_sentence, copy=True),   # donated with the state
+        alpha=alpha, beta=beta,
     )
 
 
@@ -301,6 +345,7 @@ def _log_weights(sent: _Sentences, old: Array, state: State, params: Params, v: 
     Words seen once in the sentence contribute log(n_kw^-s + beta) (the rising factorial of one
     factor); repeated words and the denominator go through ``ops.block_log_predictive``."""
     own = ((jnp.arange(params.num_topics)[None, :] == old[:, None]) & exclude_own).astype(jnp.int32)
+    alpha, beta = _priors(state, params)
 
     def rows(words, counts):                        # n_kw^-s [C, M, K]
         return state.word_topic[words] - counts[:, :, None] * own[:, None, :]
@@ -308,11 +353,11 @@ def _log_weights(sent: _Sentences, old: Array, state: State, params: Params, v: 
     doc_rows = state.doc_topic[sent.doc] - own                                 # [C, K] sentences
     once = jnp.einsum("cm,cmk->ck", sent.once_counts.astype(jnp.float32),
                       jnp.log(rows(sent.once_words, sent.once_counts).astype(jnp.float32)
-                              + params.beta))
+                              + beta))
     totals = state.topic[None, :] - sent.length[:, None] * own                 # [C, K] tokens
     repeated = block_log_predictive(rows(sent.rep_words, sent.rep_counts), sent.rep_counts,
-                                    totals, sent.length, params.beta, v * params.beta)
-    return jnp.log(doc_rows.astype(jnp.float32) + params.alpha) + once + repeated
+                                    totals, sent.length, beta, v * beta)
+    return jnp.log(doc_rows.astype(jnp.float32) + alpha) + once + repeated
 
 
 def _apply_moves(state: State, pos: Array, sent: _Sentences, old: Array, new: Array,
@@ -330,7 +375,7 @@ def _apply_moves(state: State, pos: Array, sent: _Sentences, old: Array, new: Ar
         word_topic=move_counts(state.word_topic, words.reshape(-1), jnp.repeat(w_old, m),
                                jnp.repeat(w_new, m), word_weight.reshape(-1)),
         topic=move_counts(state.topic, None, w_old, w_new, length),
-        token_sentence=state.token_sentence,
+        token_sentence=state.token_sentence, alpha=state.alpha, beta=state.beta,
     )
 
 
@@ -433,7 +478,9 @@ def _reallocate(key: Array, state: State, data: Data, params: Params,
     prio, cur, doc, ow, oc, rw, rc, ln = (x[order] for x in gathered)
     count = jnp.sum(prio < 1.5)
     u = jax.random.uniform(k_draw, prio.shape)
-    alpha, beta = params.alpha, params.beta
+    alpha, beta = _priors(state, params)
+    if jnp.ndim(alpha):                              # asymmetric: the pair's alpha_a, alpha_b
+        alpha = alpha[jnp.stack([a, b])]
 
     def weights(tables, i):
         wt, tt, dt = tables
@@ -474,7 +521,7 @@ def _reallocate(key: Array, state: State, data: Data, params: Params,
         doc_topic=jnp.where(accept, state.doc_topic.at[:, pair].set(rows), state.doc_topic),
         word_topic=jnp.where(accept, state.word_topic.at[:, pair].set(wt), state.word_topic),
         topic=jnp.where(accept, state.topic.at[pair].set(tt), state.topic),
-        token_sentence=state.token_sentence)
+        token_sentence=state.token_sentence, alpha=state.alpha, beta=state.beta)
     return state, accept
 
 
@@ -561,7 +608,25 @@ def recount_shard(state: State, data: Data, params: Params, sizes: dict) -> Stat
     and are counted nowhere."""
     s = data.sent_doc.shape[0] - 1
     real = jnp.arange(s) < sizes["sentences"]
-    return state_from_assignments(jnp.where(real, state.z[:s], 0), data, params, real=real)
+    new = state_from_assignments(jnp.where(real, state.z[:s], 0), data, params, real=real)
+    return new._replace(alpha=state.alpha, beta=state.beta)
+
+
+# --------------------------------------------------------------------------------------------
+# learned priors
+
+
+def learn(state: State, data: Data, params: Params, t: Array,
+          axis_name: str | None = None) -> State:
+    """The state after sweep `t` (0-based) with its priors re-fitted where the chain learns them
+    (``learned_priors.refit``: when s = t + 1 > burn_in and s is a multiple of optimize_every):
+    alpha from the Dirichlet-multinomial evidence of the sentence-topic rows c_m. (``doc_topic``:
+    each sentence is one draw from theta_m, the first sum of :func:`log_joint`), beta from that
+    of the topics' word counts n_k. (``word_topic``). Called by the driver after every sweep.
+    `axis_name`: inside ``shard_map`` over documents, the documents' statistics are summed over
+    the shards; word_topic is whole on every shard, so every shard computes the same priors."""
+    return learned_priors.refit(state, params, t, state.doc_topic, state.word_topic,
+                                alpha_axis=-1, beta_axis=0, axis_name=axis_name)
 
 
 # --------------------------------------------------------------------------------------------
@@ -570,21 +635,25 @@ def recount_shard(state: State, data: Data, params: Params, sizes: dict) -> Stat
 
 def log_joint(state: State, data: Data, params: Params) -> Array:
     """Collapsed log p(w, z) = sum_m log DirMult(c_m. | alpha) + sum_k log DirMult(n_k. | beta)
-    (c_m.: the sentence topics of document m; n_k.: the tokens of topic k)."""
-    return (dirichlet_multinomial_log_evidence(state.doc_topic, params.alpha)
-            + dirichlet_multinomial_log_evidence(state.word_topic, params.beta, axis=0))
+    (c_m.: the sentence topics of document m; n_k.: the tokens of topic k; the priors in use)."""
+    alpha, beta = _priors(state, params)
+    return (dirichlet_multinomial_log_evidence(state.doc_topic, alpha)
+            + dirichlet_multinomial_log_evidence(state.word_topic, beta, axis=0))
 
 
 def estimate(state: State, params: Params) -> dict[str, Array]:
-    """Point estimates (eq. 11, 12) theta_mk = (c_mk + alpha) / (S_m + K alpha) over sentence
-    topics, phi_kw = (n_kw + beta) / (n_k + V beta), and ``sentence_topics`` [S] (int32).
-    Returns {"theta": [D, K], "phi": [K, V], "sentence_topics": [S]}."""
+    """Point estimates (eq. 11, 12) theta_mk = (c_mk + alpha_k) / (S_m + sum_k alpha_k) over
+    sentence topics, phi_kw = (n_kw + beta) / (n_k + V beta), and ``sentence_topics`` [S] (int32).
+    Returns {"theta": [D, K], "phi": [K, V], "sentence_topics": [S], "alpha": the alpha in use
+    (a float, [K] when learned asymmetric), "beta": the beta in use}."""
     k = params.num_topics
     v = state.word_topic.shape[0]
+    alpha, beta = _priors(state, params)
     nd = state.doc_topic.sum(1, keepdims=True)
-    theta = (state.doc_topic + params.alpha) / (nd + k * params.alpha)
-    phi = (state.word_topic.T + params.beta) / (state.topic[:, None] + v * params.beta)
-    return {"theta": theta, "phi": phi, "sentence_topics": state.z[:-1]}
+    theta = (state.doc_topic + alpha) / (nd + _total(alpha, k))
+    phi = (state.word_topic.T + beta) / (state.topic[:, None] + v * beta)
+    return {"theta": theta, "phi": phi, "sentence_topics": state.z[:-1], "alpha": alpha,
+            "beta": beta}
 
 
 def state_shapes(params: Params, num_tokens: int, num_docs: int, num_words: int) -> State:
@@ -593,14 +662,20 @@ def state_shapes(params: Params, num_tokens: int, num_docs: int, num_words: int)
     k = params.num_topics
     return State(z=array_spec(ANY_LENGTH), doc_topic=array_spec(num_docs, k),
                  word_topic=array_spec(num_words, k), topic=array_spec(k),
-                 token_sentence=array_spec(num_tokens))
+                 token_sentence=array_spec(num_tokens), alpha=array_spec(k, dtype=np.float32),
+                 beta=array_spec(dtype=np.float32))
 
 
 def check_state(state: State, params: Params) -> str | None:
     """What is out of range in a state read from a file (host arrays), or None: sentence topics
     z in [0, K) with the dummy slot 0, counts non-negative
     (``resume`` recounts the tables from z), and the tokens' sentences rise from 0 in steps of
-    0 or 1 to the last sentence, S - 1 (no sentence is empty), so that z holds S + 1 entries."""
+    0 or 1 to the last sentence, S - 1 (no sentence is empty), so that z holds S + 1 entries;
+    the priors are finite and positive, the Params' where not learned
+    (``learned_priors.state_problem``)."""
+    problem = learned_priors.state_problem(state, params, params.num_topics)
+    if problem:
+        return problem
     ts = np.asarray(state.token_sentence)
     steps = np.diff(ts)
     if ts.size and (ts[0] != 0 or (steps < 0).any() or (steps > 1).any()):
@@ -616,7 +691,8 @@ def check_state(state: State, params: Params) -> str | None:
 
 def rebuild(state: State, data: Data, params: Params) -> State:
     """The state with its count tables recounted from the sentence topics z (after loading)."""
-    return state_from_assignments(state.z[:-1], data, params)
+    return state_from_assignments(state.z[:-1], data, params)._replace(alpha=state.alpha,
+                                                                       beta=state.beta)
 
 
 def assignments(state: State) -> Array:
@@ -630,11 +706,12 @@ def fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps
     """theta [D_new, K] for unseen documents (with sentences), topics held fixed at the fitted phi.
 
     Blocked Gibbs over the new sentences' topics with
-    p(z_ms = k) ∝ (c_mk^-ms + alpha) prod_{w in s} phi_kw^(N_ms^w); theta is averaged over the
-    second half of the sweeps (the first half is burn-in).
+    p(z_ms = k) ∝ (c_mk^-ms + alpha_k) prod_{w in s} phi_kw^(N_ms^w) (the fitted priors in use);
+    theta is averaged over the second half of the sweeps (the first half is burn-in).
     """
     s, d, v = _sizes(new_data)
     k = params.num_topics
+    alpha, _ = _priors(state, params)
     if num_sweeps < 1:
         raise ParameterError(f"fold_in: num_sweeps must be >= 1, got {num_sweeps}")
     if v > state.word_topic.shape[0]:
@@ -656,14 +733,14 @@ def fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps
             pos, valid, u = xs
             doc, old = new_data.sent_doc[pos], z[pos]
             own = (jnp.arange(k)[None, :] == old[:, None]).astype(jnp.int32)
-            logits = jnp.log((ndk[doc] - own).astype(jnp.float32) + params.alpha) + loglik[pos]
+            logits = jnp.log((ndk[doc] - own).astype(jnp.float32) + alpha) + loglik[pos]
             new = categorical_logits(u, logits)
             z = z.at[pos].set(jnp.where(valid, new, 0))
             return (z, move_counts(ndk, doc, old, new, valid.astype(jnp.int32))), None
 
         (z, ndk), _ = jax.lax.scan(block, (z, ndk), (new_data.blocks, new_data.valid, u_all))
         keep = (t >= num_sweeps // 2).astype(jnp.float32)
-        theta = (ndk + params.alpha) / (ndk.sum(1, keepdims=True) + k * params.alpha)
+        theta = (ndk + alpha) / (ndk.sum(1, keepdims=True) + _total(alpha, k))
         return (z, ndk, acc + keep * theta), None
 
     (_, _, acc), _ = jax.lax.scan(one_sweep, (z0, ndk, jnp.zeros((d, k), jnp.float32)),
