@@ -33,7 +33,13 @@ def in_32_bits(fn: Callable) -> Callable:
     Python integer or an ``arange`` would trace as int64 and break the sweeps' loop carries. The
     facade's entry points and :func:`run_sweeps` wear this, so a user who has x64 on for other
     work gets the same chain, bitwise, as with it off; the model modules' own functions expect it
-    off (call them inside ``jax.enable_x64(False)``)."""
+    off (call them inside ``jax.enable_x64(False)``).
+
+    Args:
+        fn: the function (a decorator).
+
+    Returns:
+        `fn` wrapped (``functools.wraps``)."""
     @functools.wraps(fn)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         with _x64_off():
@@ -50,12 +56,27 @@ def _x64_off():
 
 
 class TracePoint(NamedTuple):
-    """One evaluation: after `sweep` sweeps, the log joint per token and the fraction of the
-    model's latent units (tokens; documents for a model with ``CHANGED_UNIT = "documents"``) whose
-    assignment changed in that sweep; `seconds` = wall time since the run started. `priors`:
-    the hyper-parameters the chain learns or samples, at this point ({name: float, or a tuple of
-    floats for a vector such as an asymmetric alpha}; the model's ``traced_priors``), None for
-    a chain whose priors are fixed."""
+    """One evaluation of a chain (``FittedModel.trace`` holds them).
+
+    Attributes:
+        sweep: the sweeps done.
+        log_joint_per_token: the collapsed log joint per token.
+        changed_fraction: the fraction of the model's latent units (tokens; documents for a
+            model with ``CHANGED_UNIT = "documents"``) whose assignment changed in that sweep.
+        seconds: wall time since the run started.
+        priors: the hyper-parameters the chain learns or samples, at this point ({name: float,
+            or a tuple of floats for a vector such as an asymmetric alpha}; the model's
+            ``traced_priors``), None for a chain whose priors are fixed.
+
+    Example:
+        >>> import jaxtopics as jt
+        >>> corpus = jt.Corpus.from_texts(["apple banana apple cherry", "car engine wheel car"] * 10)
+        >>> model = jt.LDA(num_topics=2).fit(corpus, num_sweeps=50, seed=0)
+        >>> [point.sweep for point in model.trace]              # every eval_every=10 sweeps
+        [10, 20, 30, 40, 50]
+        >>> model.trace[-1]
+        TracePoint(sweep=50, log_joint_per_token=..., changed_fraction=..., seconds=..., priors=None)
+    """
 
     sweep: int
     log_joint_per_token: float
@@ -78,9 +99,13 @@ def _host_priors(priors: dict) -> dict | None:
 
 
 def chain_keys(seed: int) -> tuple[Array, Array]:
-    """(init_key, chain_key) of a seeded run; sweep t uses fold_in(chain_key, t).
+    """The keys of a seeded run; sweep t uses fold_in(chain_key, t).
 
-    Any integer seed works (``validate.seed_key``: distinct seeds, distinct chains)."""
+    Args:
+        seed: any integer (``validate.seed_key``: distinct seeds, distinct chains).
+
+    Returns:
+        (init_key, chain_key)."""
     root = seed_key(seed)
     return jax.random.fold_in(root, 0), jax.random.fold_in(root, 1)
 
@@ -105,6 +130,17 @@ def _chunk(model: ModuleType, params: Any, data: Any, state: Any, chain_key: Arr
     sweep that needed more room than its state has: that sweep is discarded (the state before it
     is kept) and the loop stops there, so the driver can grow the state outside jit and redo the
     sweep with the same key. Nothing is capped and no draw is lost.
+
+    Args:
+        model: the model module (static), or a ``distributed.Sharded``.
+        params: its Params (static).
+        data: the prepared corpus.
+        state: the State (donated).
+        chain_key: the chain's key (``chain_keys``).
+        start, stop: int32 sweep numbers.
+
+    Returns:
+        (state, log joint, units changed in the last sweep, sweeps done, traced priors).
     """
     learn = model.learn if isinstance(model, Learning) else None
     if not isinstance(model, Growable):
@@ -151,7 +187,15 @@ def run_chains_chunk(model: ModuleType, params: Any, data: Any, states: Any, cha
     """``run_chunk`` for a batch of chains of a model that does not grow: `states` and
     `chain_keys` carry a leading chain axis, every output gains it (``jax.vmap``); `data` is
     shared. Chain c is the chain ``run_chunk`` runs from states[c] with chain_keys[c], up to
-    the order of float reductions XLA picks for the batch."""
+    the order of float reductions XLA picks for the batch.
+
+    Args:
+        model, params, data, start, stop: as in ``run_chunk``.
+        states: the chains' States stacked (donated).
+        chain_keys: [chains] keys.
+
+    Returns:
+        ``run_chunk``'s outputs, each with a leading chain axis."""
     return jax.vmap(lambda st, key: _chunk(model, params, data, st, key, start, stop))(
         states, chain_keys)
 
@@ -168,7 +212,16 @@ def check_chunk_memory(model: ModuleType, params: Any, data: Any, state: Any, ch
     """Refuse (ParameterError) a chunk of sweeps whose working memory does not fit on its
     devices: XLA's own count of the compiled chunk's temporaries and new outputs
     (``memory.check_fits``), agreed over the processes of a multi-process run. The chunk is
-    compiled here once; ``run_chunk`` then reuses it."""
+    compiled here once; ``run_chunk`` then reuses it.
+
+    Args:
+        model, params, data, state, chain_key, start, stop: as in ``run_chunk`` (nothing
+            donated here).
+        runner: the jitted chunk to compile (default ``run_chunk``; ``run_chains_chunk`` for
+            a batch).
+
+    Raises:
+        ParameterError: the chunk does not fit."""
     jax.block_until_ready(state)           # the free memory read below counts the state
     lowered = (runner or run_chunk).lower(model, params, data, state, chain_key,
                                           jnp.int32(start), jnp.int32(stop))
@@ -215,15 +268,46 @@ def run_sweeps(model: ModuleType, params: Any, data: Any, state: Any, chain_key:
                ) -> tuple[Any, list[TracePoint]]:
     """Run sweeps start..start+num_sweeps-1; evaluate every `eval_every` sweeps (and at the end).
 
-    `state` is donated (do not reuse the argument). A model with a ``grow(state, data, params)
-    -> state`` function (nonparametric models with a static capacity) is grown here, outside
-    jit, whenever a sweep reports ``info.overflow``; the returned state may then have larger
-    shapes than the one passed in. `progress=None` shows a tqdm bar only when
-    stderr is a terminal. `on_checkpoint(state, sweeps_done, trace)` is called every
-    `checkpoint_every` sweeps; `on_chunk(state, sweeps_done, trace)` after every jitted chunk (so a
-    caller interrupted by Ctrl-C still holds a valid state: the argument buffer was donated).
-    `num_units`: what ``info.changed`` counts out of (default `num_tokens`). Returns (state, trace);
-    `num_sweeps=0` returns the state and one trace point evaluating it (0 changed, 0 seconds).
+    A model with a ``grow(state, data, params) -> state`` function (nonparametric models with a
+    static capacity) is grown here, outside jit, whenever a sweep reports ``info.overflow``; the
+    returned state may then have larger shapes than the one passed in.
+
+    Args:
+        model: the model module (or a ``distributed.Sharded``).
+        params: its Params.
+        data: the prepared corpus (the module's ``prepare``).
+        state: the State (donated: do not reuse the argument).
+        chain_key: the chain's key (``chain_keys(seed)[1]``).
+        start: the sweeps done so far.
+        num_sweeps: the sweeps to run.
+        num_tokens: N, for the log joint per token.
+        eval_every: sweeps between trace points.
+        num_units: what ``info.changed`` counts out of (default `num_tokens`).
+        progress: a tqdm bar; None: only when stderr is a terminal.
+        checkpoint_every, on_checkpoint: call ``on_checkpoint(state, sweeps_done, trace)``
+            every `checkpoint_every` sweeps.
+        on_chunk: called as ``on_chunk(state, sweeps_done, trace)`` after every jitted chunk
+            (so a caller interrupted by Ctrl-C still holds a valid state: the argument buffer
+            was donated).
+
+    Returns:
+        (state, trace); `num_sweeps=0` returns the state and one trace point evaluating it (0
+        changed, 0 seconds).
+
+    Example:
+        >>> import jaxtopics as jt
+        >>> from jaxtopics import fit
+        >>> from jaxtopics.models import lda
+        >>> corpus = jt.Corpus.from_texts(["apple banana apple cherry", "car engine wheel car"] * 10)
+        >>> params = lda.Params(num_topics=2)
+        >>> data = lda.prepare(corpus, params)
+        >>> init_key, chain_key = fit.chain_keys(0)
+        >>> state, trace = fit.run_sweeps(lda, params, data, lda.init(init_key, data, params),
+        ...                               chain_key, start=0, num_sweeps=50,
+        ...                               num_tokens=corpus.num_tokens, progress=False)
+        >>> model = jt.LDA(num_topics=2).fit(corpus, num_sweeps=50, seed=0)   # the same chain
+        >>> trace[-1].log_joint_per_token == model.log_joint_per_token()
+        True
     """
     stop = start + num_sweeps
     state = _unshared(state, data)
@@ -275,8 +359,16 @@ def run_chains(model: ModuleType, params: Any, data: Any, states: Any, chain_key
                num_sweeps: int, num_tokens: int, eval_every: int = 10,
                num_units: int | None = None) -> tuple[Any, list[list[TracePoint]]]:
     """Sweeps 0..num_sweeps-1 of several chains at once (``run_chains_chunk``: one vmapped
-    chunk per evaluation), for a model that does not grow. `states` (donated) and `chain_keys`
-    have a leading chain axis. Returns (states, one trace per chain, as ``run_sweeps``'s)."""
+    chunk per evaluation), for a model that does not grow.
+
+    Args:
+        model, params, data, num_sweeps, num_tokens, eval_every, num_units: as in
+            :func:`run_sweeps` (the chains start at sweep 0).
+        states: the chains' States stacked along a leading axis (donated).
+        chain_keys: [chains] keys.
+
+    Returns:
+        (states, one trace per chain, as ``run_sweeps``'s)."""
     if isinstance(model, Growable):
         raise TypeError(f"{model.__name__} grows its state: its chains run one at a time")
     states = _unshared(states, data)
