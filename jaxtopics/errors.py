@@ -23,7 +23,16 @@ __all__ = [
 
 
 class JaxTopicsError(ValueError):
-    """Base of every input error jaxtopics raises."""
+    """Base of every input error jaxtopics raises (a ValueError).
+
+    Example:
+        >>> import jaxtopics as jt
+        >>> try:
+        ...     jt.Corpus.from_texts([])
+        ... except jt.JaxTopicsError as error:          # here a CorpusError
+        ...     print(type(error).__name__, error)
+        CorpusError corpus has no documents (no texts given)
+    """
 
 
 class CorpusError(JaxTopicsError):
@@ -41,6 +50,11 @@ class FormatError(CorpusError):
         message: what is wrong.
         path: the file, or None if unknown.
         line: 1-based line number, or None if unknown.
+
+    Example:
+        >>> from jaxtopics.errors import FormatError
+        >>> str(FormatError("negative count -2", "corpus.ldac", 3))
+        'corpus.ldac:3: negative count -2'
     """
 
     def __init__(
