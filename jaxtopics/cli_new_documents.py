@@ -16,7 +16,7 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import JaxTopicsError, ParameterError
+from .errors import CorpusError, JaxTopicsError, ParameterError
 from .options import MODEL_OPTIONS, SHARED_OPTIONS
 
 if TYPE_CHECKING:
@@ -25,6 +25,30 @@ if TYPE_CHECKING:
 
 def _docs_flag(args: argparse.Namespace) -> str:
     return "--input" if args.command == "infer" else "--held-out"
+
+
+@contextlib.contextmanager
+def _about(flag: str, path, kinds: tuple = (OSError, JaxTopicsError)):
+    """Errors of `kinds` raised inside, re-raised naming the flag and its path (``--out
+    x.csv: No such file or directory``), unless they name the flag already."""
+    from .errors import FormatError
+    where = f"{flag} {path}"
+    try:
+        yield
+    except kinds as e:
+        if str(e).startswith(flag):
+            raise
+        if isinstance(e, OSError):
+            raise OSError(e.errno, e.strerror or str(e), where) from None
+        if isinstance(e, FormatError):
+            raise FormatError(e.message, path=where if e.path is None or e.path == str(path)
+                              else f"{where}: {e.path}", line=e.line) from None
+        text = str(e)
+        try:
+            renamed = type(e)(f"{flag} {text}" if text.startswith(str(path)) else f"{where}: {text}")
+        except TypeError:            # pragma: no cover - an error type with other arguments
+            raise e from None
+        raise renamed from None
 
 
 def _check_new_docs_args(args: argparse.Namespace) -> None:
@@ -133,10 +157,12 @@ def _infer(model, args: argparse.Namespace) -> int:
     from .cli import _print_while_read
     from .model_files import _check_writable_file
     from .io import atomic_write_bytes
-    docs = _new_documents(args, model)
-    _check_writable_file(args.out)                  # before the fold-in: a bad --out costs nothing
+    with _about("--input", args.input):
+        docs = _new_documents(args, model)
+    with _about("--out", args.out):
+        _check_writable_file(args.out)              # before the fold-in: a bad --out costs nothing
     caught: list = []
-    with _warnings_kept(caught):
+    with _warnings_kept(caught), _about("--input", args.input, (CorpusError,)):
         theta = np.asarray(model.transform(docs, num_sweeps=args.sweeps, seed=args.seed), np.float32)
     info = model.last_transform
     if info.num_tokens == 0:
@@ -174,9 +200,11 @@ def _evaluate_held_out(model, args: argparse.Namespace) -> int:
             raise ParameterError(f"--sweeps (of a fold-in) applies to --method completion or "
                                  f"corrected_theta, not {method}")
         options["num_sweeps"] = args.sweeps
-    docs = _new_documents(args, model)
+    with _about("--held-out", args.input):
+        docs = _new_documents(args, model)
     caught: list = []
-    with _warnings_kept(caught):        # perplexity's own computation: (log p(w_d) [D], scored)
+    with _warnings_kept(caught), _about("--held-out", args.input, (CorpusError,)):
+        # perplexity's own computation: (log p(w_d) [D], scored)
         ll, scored = in_32_bits(evaluation._evaluate)(model, docs, method, args.seed, options,
                                                       "perplexity")
     info = model.last_transform
@@ -357,11 +385,13 @@ def _compare_k(args: argparse.Namespace) -> int:
         cls(**{size_arg: k}, **options)
     method = _held_out_method(args, args.model)
     if args.csv is not None:
-        _check_writable_file(args.csv)
+        with _about("--csv", args.csv):
+            _check_writable_file(args.csv)
     corpus = _read_corpus(args)
     held_out = 0.1 if args.held_out_fraction is None else args.held_out_fraction
     if args.held_out is not None:        # read as --input is: the same --format, --vocab, ...
-        held_out = _read_corpus(argparse.Namespace(**{**vars(args), "input": args.held_out}))
+        with _about("--held-out", args.held_out):
+            held_out = _read_corpus(argparse.Namespace(**{**vars(args), "input": args.held_out}))
         import numpy as np
         if not set(held_out.vocab[i] for i in np.unique(held_out.word_ids)) & set(corpus.vocab):
             raise JaxTopicsError(f"--held-out {args.held_out}: none of its tokens is a word of "

@@ -358,7 +358,7 @@ def _evaluate(model: Any, docs: Any, method: str | None, seed: int, options: dic
         raise ParameterError(f"{method}: unknown option(s) {', '.join(sorted(unknown))} (it takes "
                              f"{', '.join(sorted(allowed)) or 'none'})")
     key = seed_key(seed)
-    corpus, info = _map_new_documents(model, docs)
+    corpus, info = _map_new_documents(model, docs, what)
     model.last_transform = info
     _warn_unknown_words(info, what, f"the log-likelihood is of the other {info.num_tokens} tokens")
     d = info.num_docs
@@ -389,9 +389,13 @@ def _model_devices(model: Any) -> list | None:
 
 def _completion_method(model: Any, corpus: Corpus, key: Array, num_sweeps: int = 50) -> np.ndarray:
     num_sweeps = check_positive_int(num_sweeps, "num_sweeps")
-    split_seed = np.asarray(jax.random.key_data(jax.random.fold_in(key, 1)), np.uint32).ravel()
-    first, second = split_halves(corpus, [int(x) for x in split_seed])
-    theta = np.asarray(_fold_in(model, first, key, num_sweeps), np.float64)      # [D, K]
+    if np.all(np.diff(np.asarray(corpus.doc_offsets)) < 2):   # nothing to fold in from
+        second, theta = corpus, _prior_fold_in(model, corpus, key, num_sweeps)
+    else:
+        split_seed = np.asarray(jax.random.key_data(jax.random.fold_in(key, 1)), np.uint32).ravel()
+        first, second = split_halves(corpus, [int(x) for x in split_seed])
+        theta = _fold_in(model, first, key, num_sweeps)
+    theta = np.asarray(theta, np.float64)                                     # [D, K]
     phi = np.asarray(model.topic_word, np.float64)                              # [K, V]
     doc = np.repeat(np.arange(second.num_docs), np.diff(np.asarray(second.doc_offsets)))
     p = np.einsum("nk,kn->n", theta[doc], phi[:, second.word_ids]) if doc.size else np.zeros(0)
@@ -404,13 +408,20 @@ def _fold_in(model: Any, corpus: Corpus, key: Array, num_sweeps: int) -> np.ndar
     """theta of the documents of `corpus` (over the model's vocabulary already) by the model's
     fold-in; a corpus without any token gets the prior mean through a dummy document."""
     if corpus.num_tokens == 0:
-        dummy = Corpus.from_arrays(np.zeros(1, np.int32), np.append(np.asarray(corpus.doc_offsets), 1),
-                                   model.vocab, sentence_offsets=(None if corpus.sentence_offsets is None
-                                                                  else np.asarray([0, 1])),
-                                   **_extend_labels(corpus))
-        return _fold_in(model, dummy, key, num_sweeps)[:corpus.num_docs]
+        return _prior_fold_in(model, corpus, key, num_sweeps)
     data = model._module.prepare(corpus, model.params)
     return np.asarray(model._module.fold_in(key, model._state, data, model.params, num_sweeps))
+
+
+def _prior_fold_in(model: Any, template: Corpus, key: Array, num_sweeps: int) -> np.ndarray:
+    """theta of `template`'s documents (their labels, where the model uses them) as if they had
+    no tokens: the model's fold-in of them beside one dummy one-token document."""
+    d = template.num_docs
+    dummy = Corpus.from_arrays(np.zeros(1, np.int32), np.append(np.zeros(d + 1, np.int64), 1),
+                               model.vocab, sentence_offsets=(None if template.sentence_offsets is None
+                                                              else np.asarray([0, 1])),
+                               **_extend_labels(template))
+    return _fold_in(model, dummy, key, num_sweeps)[:d]
 
 
 def _extend_labels(corpus: Corpus) -> dict[str, Any]:

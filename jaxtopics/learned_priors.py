@@ -78,8 +78,10 @@ def check(params: Any) -> dict:
         for name, value in (("optimize_every", every), ("burn_in", burn_in),
                             ("optimizer", params.optimizer)):
             if value != DEFAULTS[name]:
-                raise ParameterError(f"{name}={value!r} applies to learned priors only: pass "
-                                     f"optimize_alpha and/or optimize_beta=True as well")
+                raise ParameterError(f"{name}={value!r} applies to learned priors only, and "
+                                     "nothing is learned: learn alpha or beta too (Python: "
+                                     "optimize_alpha, optimize_beta; command line: "
+                                     "--optimize-alpha, --optimize-beta)")
     return {"optimize_alpha": None if params.optimize_alpha is None else str(params.optimize_alpha),
             "optimize_beta": bool(params.optimize_beta), "optimize_every": every,
             "burn_in": burn_in, "optimizer": str(params.optimizer)}

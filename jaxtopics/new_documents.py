@@ -52,23 +52,24 @@ class TransformInfo(NamedTuple):
     empty_docs: tuple[int, ...]
 
 
-def _map_new_documents(model: FittedModel, docs: Any) -> tuple[Corpus, TransformInfo]:
+def _map_new_documents(model: FittedModel, docs: Any, what: str = "transform"
+                       ) -> tuple[Corpus, TransformInfo]:
     """New documents over the model's vocabulary, matched word by word (never by id), and what
     was dropped. `docs`: a Corpus, or raw texts tokenised with ``model.text_options`` (split
     into sentences where the model needs them). Tokens of unknown words are dropped (and
     sentences left empty); documents are kept. A result without any token gets one dummy
-    document at the end (its theta is not returned)."""
+    document at the end (its theta is not returned). `what`: the call errors are named after."""
     from .estimators import MODELS   # at call time: estimators.py imports fitted.py, which imports this
     cls = MODELS[model.model]
     if isinstance(docs, Corpus):                                    # before any word is counted
         if getattr(cls, "needs_labels", False) and docs.label_offsets is None:
             has = ("one integer label per document, not label sets" if docs.labels is not None
                    else "none (labels missing)")
-            raise CorpusError(f"transform: the {model.model} model needs a label set on every "
+            raise CorpusError(f"{what}: the {model.model} model needs a label set on every "
                               f"document, and this Corpus has {has}: build it with "
                               f"labels=[[...], ...]")
         if cls.needs_sentences and docs.sentence_offsets is None:
-            raise CorpusError(f"transform: the {model.model} model needs sentence boundaries, "
+            raise CorpusError(f"{what}: the {model.model} model needs sentence boundaries, "
                               f"and this Corpus has none (Corpus.from_texts(texts, "
                               f"sentences=True))")
     index = {w: i for i, w in enumerate(model.vocab)}
@@ -90,16 +91,16 @@ def _map_new_documents(model: FittedModel, docs: Any) -> tuple[Corpus, Transform
         words = docs.vocab
         unknown_ids = docs.word_ids[mapped < 0]
     elif getattr(cls, "needs_labels", False):
-        raise CorpusError(f"transform: the {model.model} model needs a label set on every "
+        raise CorpusError(f"{what}: the {model.model} model needs a label set on every "
                           f"document, and raw texts carry none: pass a Corpus with label sets "
                           f"(Corpus.from_texts(texts, labels=[[...], ...]))")
     else:
-        tokens, offsets, sentences = _tokenise_new_texts(model, docs)
+        tokens, offsets, sentences = _tokenise_new_texts(model, docs, what)
         mapped = np.fromiter((index.get(t, -1) for t in tokens), np.int64, len(tokens))
         words = tokens
         unknown_ids = np.flatnonzero(mapped < 0)
     if offsets.shape[0] < 2:
-        raise CorpusError("transform: no documents given")
+        raise CorpusError(f"{what}: no documents given")
     _, first = np.unique(np.asarray([words[i] for i in unknown_ids], dtype=object), return_index=True)
     unknown = tuple(words[unknown_ids[i]] for i in sorted(first))        # in first-seen order
     keep = mapped >= 0
@@ -118,25 +119,26 @@ def _map_new_documents(model: FittedModel, docs: Any) -> tuple[Corpus, Transform
     return Corpus.from_arrays(ids, offsets, model.vocab, sentence_offsets=sentences, **labels), info
 
 
-def _tokenise_new_texts(model: FittedModel, docs: Any) -> tuple[list[str], np.ndarray, np.ndarray | None]:
+def _tokenise_new_texts(model: FittedModel, docs: Any, what: str = "transform"
+                        ) -> tuple[list[str], np.ndarray, np.ndarray | None]:
     """(tokens, doc offsets, sentence offsets or None) of raw texts, tokenised as the training
     texts were."""
     if isinstance(docs, (str, bytes)):
-        raise CorpusError("transform expects a Corpus or a list of texts, got a single string")
+        raise CorpusError(f"{what} expects a Corpus or a list of texts, got a single string")
     try:
         texts = list(docs)
     except TypeError:
-        raise CorpusError(f"transform expects a Corpus or a list of texts, got "
+        raise CorpusError(f"{what} expects a Corpus or a list of texts, got "
                           f"{type(docs).__name__}") from None
     options = model.text_options
     if options is None:
         raise ParameterError(
-            "transform: this model was not fitted on a corpus built from raw texts "
+            f"{what}: this model was not fitted on a corpus built from raw texts "
             "(Corpus.from_texts and the readers built on it), so it does not know how to "
             "tokenise them; pass a Corpus (its words are mapped onto the model's vocabulary)")
     if any(not isinstance(t, str) for t in texts):
         d = next(d for d, t in enumerate(texts) if not isinstance(t, str))
-        raise CorpusError(f"transform: texts[{d}] must be a str, got {type(texts[d]).__name__} "
+        raise CorpusError(f"{what}: texts[{d}] must be a str, got {type(texts[d]).__name__} "
                           f"(for token lists, pass Corpus.from_token_lists(docs))")
     from .estimators import MODELS   # at call time, as in _map_new_documents
     by_sentence = MODELS[model.model].needs_sentences

@@ -164,6 +164,11 @@ def compare_num_topics(estimator: Any, corpus: Corpus, num_topics: Sequence[int]
     seeds = [check_seed(s) for s in seeds]
     if not seeds:
         raise ParameterError("seeds must list at least one seed")
+    for name, values in (("num_topics", ks), ("seeds", seeds)):
+        repeated = sorted({v for v in values if values.count(v) > 1})
+        if repeated:         # a repeated seed is the same chain: its spread would read as 0
+            raise ParameterError(f"{name} lists {repeated[0]} more than once: give each value "
+                                 "once")
     if not (isinstance(estimator, type) and hasattr(estimator, "module")):
         raise ParameterError(f"estimator must be an estimator class such as jt.LDA, got "
                              f"{estimator!r}"[:200])
@@ -176,7 +181,10 @@ def compare_num_topics(estimator: Any, corpus: Corpus, num_topics: Sequence[int]
         raise ParameterError(f"method must be one of {methods_of(estimator.module)} for "
                              f"{estimator.__name__}, got {method!r}")
     if coherence:
-        check_measure(coherence, "default")
+        try:
+            check_measure(coherence, "default")
+        except ParameterError as e:
+            raise ParameterError(f"coherence: {e} (or None: no coherence)") from None
     if not isinstance(corpus, Corpus):
         raise CorpusError(f"compare_num_topics expects a jaxtopics.Corpus, got {type(corpus).__name__}")
     if isinstance(held_out, Corpus):

@@ -109,3 +109,30 @@ def test_bad_input_is_one_line(run_dir):
                     "missing.jtm", "no such file")
     assert_one_line_error(run_cli("infer", str(run_dir), "--input", held_out, "--out",
                          str(run_dir / "x.csv")), "a directory without a model.jtm")
+
+
+def test_a_bad_path_is_named_with_its_flag(run_dir, tmp_path):
+    model, held = str(run_dir / "run"), str(run_dir / "test.txt")
+    assert_one_line_error(run_cli("infer", model, "--input", held, "--out",
+                                  str(tmp_path / "missing" / "x.csv")),
+                          "--out ", "x.csv: No such file or directory")
+    assert_one_line_error(run_cli("evaluate", model, "--held-out", str(tmp_path / "none.txt")),
+                          "--held-out ", "none.txt: No such file or directory")
+    empty = tmp_path / "empty.txt"
+    empty.write_text("", encoding="utf-8")
+    r = run_cli("evaluate", model, "--held-out", str(empty))
+    assert_one_line_error(r, f"--held-out {empty}: ")
+    assert r.stderr.count(str(empty)) == 1
+    assert_one_line_error(run_cli("compare-k", "--input", held, "--ks", "2", "--seeds", "0",
+                                  "--sweeps", "1", "--csv", str(tmp_path / "missing" / "k.csv")),
+                          "--csv ", "k.csv: No such file or directory")
+
+
+def test_completion_scores_documents_of_one_token(run_dir, tmp_path):
+    """Nothing to fold in (every document has one token): theta is the prior mean, as for a
+    one-token document batched with longer ones, and every token is scored."""
+    one = tmp_path / "one.txt"
+    one.write_text("apple\n", encoding="utf-8")
+    r = run_cli("evaluate", str(run_dir / "run"), "--held-out", str(one), "--method", "completion")
+    assert r.returncode == 0, r.stderr
+    assert "1 scored tokens" in r.stdout or "/ 1 scored" in r.stdout

@@ -261,3 +261,22 @@ def test_a_sharded_models_left_to_right_runs_on_its_devices_with_the_same_values
     single = copy.deepcopy(model)
     single.shards = None
     np.testing.assert_allclose(sharded, single.log_likelihood(held, num_particles=4), rtol=1e-6)
+
+
+def test_completion_of_one_token_documents_alone_is_their_value_in_a_batch():
+    corpus = jt.Corpus.from_texts(["apple banana apple cherry", "goal team goal match",
+                                   "apple goal"] * 5)
+    model = jt.LDA(2, alpha=0.1, beta=0.1).fit(corpus, 3, seed=0)
+    batched = model.log_likelihood(["apple", "apple banana goal"], "completion")
+    alone = model.log_likelihood(["apple"], "completion")
+    assert alone.shape == (1,) and alone[0] == batched[0] and np.isfinite(alone[0])
+    assert model.perplexity(["apple", "goal"], "completion") > 1
+
+
+def test_errors_name_the_call():
+    corpus = jt.Corpus.from_texts(["apple banana apple cherry", "goal team goal match"] * 3)
+    model = jt.LDA(2).fit(corpus, 2, seed=0)
+    with pytest.raises(jt.CorpusError, match="^perplexity: no documents given"):
+        model.perplexity([])
+    with pytest.raises(jt.CorpusError, match="^log_likelihood expects a Corpus or a list of texts"):
+        model.log_likelihood("apple goal")

@@ -64,3 +64,13 @@ def test_bad_settings_are_refused_before_any_fit():
         jt.compare_num_topics(jt.LDA, corpus, [2], held_out=unknown, num_sweeps=100000)
     report = jt.compare_num_topics(jt.LDA, corpus, [2], seeds=(-1,), num_sweeps=2, coherence=None)
     assert report.rows[0].per_seed_perplexity and np.isfinite(report.rows[0].perplexity)
+
+
+def test_repeated_ks_or_seeds_and_a_bad_coherence_are_refused():
+    corpus = synthetic_lda(num_docs=20, num_words=30, num_topics=2, mean_doc_length=8, seed=0).corpus
+    with pytest.raises(ParameterError, match="num_topics lists 2 more than once"):
+        jt.compare_num_topics(jt.LDA, corpus, [2, 2], num_sweeps=1)
+    with pytest.raises(ParameterError, match="seeds lists 0 more than once"):
+        jt.compare_num_topics(jt.LDA, corpus, [2], seeds=(0, 0), num_sweeps=1)
+    with pytest.raises(ParameterError, match="^coherence: measure must be one of"):
+        jt.compare_num_topics(jt.LDA, corpus, [2], coherence="bogus", num_sweeps=1)
