@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Sequence
 import jax
 import numpy as np
 
-from . import memory
+from . import memory, sampled_concentrations
 from .corpus import Corpus
 from .devices import _on_every_process, _require_same_settings
 from .errors import CorpusError, ParameterError
@@ -342,7 +342,9 @@ class DPMM(_Estimator):
     0.1 x the number of documents). Cluster slots grow on demand (``capacity`` is only the
     starting size). Read-outs cover the active clusters only, relabelled 0..C-1 by decreasing
     size: ``labels`` [D], ``cluster_sizes`` [C], ``num_active_clusters``, ``cluster_weights``,
-    ``topic_word`` [C, V], ``doc_topic`` [D, C]. See ``jaxtopics.models.dpmm``.
+    ``topic_word`` [C, V], ``doc_topic`` [D, C]. ``resample_concentrations=True`` draws alpha
+    after every sweep (Escobar & West 1995; Gamma(prior_shape, prior_rate) prior), starting
+    at ``alpha``; the fitted ``alpha`` is the value in use. See ``jaxtopics.models.dpmm``.
     """
 
     name = "dpmm"
@@ -351,11 +353,16 @@ class DPMM(_Estimator):
 
     def __init__(self, alpha: float = 1.0, beta: float = 0.02, sampler: str = "parallel", *,
                  num_blocks: int = 64, capacity: int = 64, init: str = "incremental",
-                 init_clusters: int = 1, chunk_size: int = 8192):
-        self.params = dpmm.check_params(dpmm.Params(
+                 init_clusters: int = 1, chunk_size: int = 8192,
+                 resample_concentrations: bool = False, prior_shape: float = 1.0,
+                 prior_rate: float = 1.0):
+        params = dpmm.check_params(dpmm.Params(
             alpha=_concentration(alpha, "alpha"), beta=_concentration(beta, "beta"),
             sampler=sampler, num_blocks=num_blocks, capacity=capacity, init=init,
-            init_clusters=init_clusters, chunk_size=chunk_size))
+            init_clusters=init_clusters, chunk_size=chunk_size,
+            resample_concentrations=resample_concentrations, prior_shape=prior_shape,
+            prior_rate=prior_rate))
+        self.params = params._replace(**sampled_concentrations.check(params))
 
     def fit(self, corpus: Corpus, num_sweeps: int = 1000, *args: Any, **kwargs: Any) -> FittedModel:
         """``_Estimator.fit``; the "incremental" start seats the documents in the first sweep,
@@ -380,8 +387,11 @@ class DPMRM(_Estimator):
     labels and topics). Fitted, over the active topics: ``topic_word``, ``doc_topic`` (corrected
     theta), ``topic_label`` (label id of each topic; names in ``corpus.label_names``),
     ``topics_per_label``, ``label_topic`` (label-topic weights), ``doc_label``,
-    ``num_active_topics``, ``topic_sizes``; ``perplexity(held_out)``. See
-    ``jaxtopics.models.dpmrm``.
+    ``num_active_topics``, ``topic_sizes``; ``perplexity(held_out)``.
+    ``resample_concentrations=True`` draws alpha and gamma after every sweep (Teh et al. 2006,
+    appendix A: documents' tables, labels' topics; Gamma(prior_shape, prior_rate) priors),
+    starting at ``alpha`` and ``gamma``; the fitted ``alpha`` and ``gamma`` are the values in
+    use. See ``jaxtopics.models.dpmrm``.
     """
 
     name = "dpmrm"
@@ -392,16 +402,21 @@ class DPMRM(_Estimator):
 
     def __init__(self, alpha: float = 1.0, beta: float = 0.05, gamma: float = 1.0, eta: float = 1.0,
                  sampler: str = "parallel", *, initial_topics: int = 4, num_blocks: int = 64,
-                 topic_capacity: int = 0, table_capacity: int = 0, chunk_size: int = 8192):
+                 topic_capacity: int = 0, table_capacity: int = 0, chunk_size: int = 8192,
+                 resample_concentrations: bool = False, prior_shape: float = 1.0,
+                 prior_rate: float = 1.0):
         params = dpmrm.check_params(dpmrm.Params(          # refuses bools, strings, inf, <= 0
             alpha=alpha, beta=beta, gamma=gamma, eta=eta, sampler=sampler, num_blocks=num_blocks,
             topic_capacity=topic_capacity, table_capacity=table_capacity,
-            initial_topics=initial_topics, chunk_size=chunk_size))
+            initial_topics=initial_topics, chunk_size=chunk_size,
+            resample_concentrations=resample_concentrations, prior_shape=prior_shape,
+            prior_rate=prior_rate))
         self.params = params._replace(alpha=float(alpha), beta=float(beta), gamma=float(gamma),
                                       eta=float(eta), num_blocks=int(num_blocks),
                                       topic_capacity=int(topic_capacity),
                                       table_capacity=int(table_capacity),
-                                      initial_topics=int(initial_topics), chunk_size=int(chunk_size))
+                                      initial_topics=int(initial_topics), chunk_size=int(chunk_size),
+                                      **sampled_concentrations.check(params))
 
     def fit(self, corpus: Corpus, *args: Any, **kwargs: Any) -> FittedModel:
         """``_Estimator.fit`` after checking the corpus: label sets present, every label used

@@ -53,6 +53,16 @@ SPLIT_MERGE_STEPS = Option("--split-merge-steps", "split_merge_steps", int,
                            "two topics' sentences, default 1; 0: none)")
 INITIAL_TOPICS = Option("--initial-topics", "initial_topics", int,
                         "topics of the random initial state (hdp, dpmrm)")
+# sampled Dirichlet-process concentrations (``jaxtopics.sampled_concentrations``), the same flags
+# for hdp, dpmm and dpmrm
+CONCENTRATIONS = (
+    Option("--resample-concentrations", "resample_concentrations", bool,
+           "draw the DP concentrations after every sweep (hdp: alpha, gamma; dpmm: alpha; "
+           "dpmrm: alpha, gamma); --alpha and --gamma are the starts"),
+    Option("--prior-shape", "prior_shape", float,
+           "sampled concentrations: shape of their Gamma prior (hdp, dpmm, dpmrm; default 1)"),
+    Option("--prior-rate", "prior_rate", float,
+           "sampled concentrations: rate of their Gamma prior (hdp, dpmm, dpmrm; default 1)"))
 # learned Dirichlet priors (``jaxtopics.learned_priors``), the same flags for lda, slda and ptm
 OPTIMIZE_ALPHA = Option("--optimize-alpha", "optimize_alpha", str,
                         "learn alpha from the chain (lda, slda, ptm): one value (symmetric) or one "
@@ -88,12 +98,12 @@ MODEL_OPTIONS: dict[str, tuple[Option, ...]] = {
             NUM_BLOCKS, *LEARNED_PRIORS),
     "dpmrm": (GAMMA,
               Option("--eta", "eta", float, "Dirichlet over a document's labels (dpmrm)"),
-              INITIAL_TOPICS, NUM_BLOCKS),
+              INITIAL_TOPICS, NUM_BLOCKS, *CONCENTRATIONS),
     "dmm": (Option("--num-clusters", "num_clusters", int,
                    "K, the largest number of clusters (DMM)"),
             NUM_BLOCKS),
     "dpmm": (Option("--capacity", "capacity", int,
                     "starting number of cluster slots, grown when full (DPMM)"),
-             NUM_BLOCKS),
-    "hdp": (GAMMA, INITIAL_TOPICS, NUM_BLOCKS, SPLIT_MERGE_STEPS),
+             NUM_BLOCKS, *CONCENTRATIONS),
+    "hdp": (GAMMA, INITIAL_TOPICS, NUM_BLOCKS, SPLIT_MERGE_STEPS, *CONCENTRATIONS),
 }

@@ -30,7 +30,11 @@ def test_capabilities_are_what_the_modules_provide():
     assert lda_sharding.permuted == {"z": "order"}
     assert lda_sharding.replicated == ("alpha", "beta")
     assert lda_sharding.inits == ("random",) and lda_sharding.summed_sizes == ("count_bound",)
-    assert base.sharding(MODELS["dpmm"].module) is base.sharding(MODELS["dmm"].module)
+    # DPMM shards DMM's layout; its sampled alpha is a global setting, equal on every shard
+    dpmm_sharding = base.sharding(MODELS["dpmm"].module)
+    assert dpmm_sharding.fields is base.sharding(MODELS["dmm"].module).fields
+    assert dpmm_sharding.replicated == ("alpha",)
+    assert base.sharding(MODELS["dpmrm"].module).replicated == ("alpha", "gamma")
     import types
     assert base.sharding(types.ModuleType("unshardable")) is None
 

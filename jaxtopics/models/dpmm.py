@@ -41,6 +41,21 @@ first sweep therefore costs as much as a sequential one; it decides much of the 
 clustering (measured on planted corpora: stale seating merges similar clusters, and later
 single-document moves rarely split them again, in either kernel).
 
+Concentration (``Params.resample_concentrations``): alpha may be drawn after every sweep from
+its conditional given the partition, under a Gamma(a, b) prior (a = ``prior_shape``, b =
+``prior_rate``). The D documents in C occupied clusters are one CRP(alpha) partition, whose
+likelihood in alpha is alpha^C Gamma(alpha) / Gamma(alpha + D) (Antoniak 1974), so the update
+is Escobar & West's (1995, eq. 13-14; ``ops.concentration_one_group``):
+
+    eta ~ Beta(alpha + 1, D)
+    alpha ~ pi Gamma(a + C, b - log eta) + (1 - pi) Gamma(a + C - 1, b - log eta),
+    pi / (1 - pi) = (a + C - 1) / (D (b - log eta))                                  (33)
+
+alpha is then chain state (``State.alpha``; ``Params.alpha`` is its start) and every read-out
+uses the current value; sharded, C and D are global counts and the draw uses a key shared by
+the shards, so alpha is equal on every shard. Without resampling the kernels read the Params'
+alpha, and the chain is bitwise the one before the option existed.
+
 Read-outs cover the active clusters only, relabelled 0..C-1 by decreasing size (ties: slot
 order), for every document.
 """
@@ -55,22 +70,25 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from .. import sampled_concentrations
 from ..corpus import Corpus
 from ..errors import ParameterError
 from ..ops import (
     block_log_predictive,
     categorical_logits,
     chunked_map,
+    concentration_one_group,
     dirichlet_multinomial_log_evidence,
     exchange,
     log_rising_factorial,
     shard_sum,
+    shared_key,
 )
-from ..validate import MAX_BLOCKS, check_int, same_length
+from ..validate import MAX_BLOCKS, array_spec, check_int, same_length
 from . import dmm
+from .base import Sharding
 from .dmm import (
     Data,
-    State,
     blocked_sweep,
     check_table,
     doc_log_predictive,
@@ -80,15 +98,22 @@ from .dmm import (
     state_from_assignments,
 )
 #: ``jaxtopics.distributed`` can shard this model's ``parallel`` kernel over devices (the hooks
-#: and ``SHARDING`` are DMM's: the same layout and state)
-from .dmm import (SHARDING, check_shard_params, pad_shard, recount_shard,  # noqa: F401
-                  shard_sizes, state_tokens)
+#: are DMM's: the same layout; the state adds alpha)
+from .dmm import check_shard_params, pad_shard, shard_sizes, state_tokens  # noqa: F401
 
 __all__ = [
     "Params", "State", "Data", "SweepInfo", "SAMPLERS",
     "check_params", "prepare", "init", "sweep", "log_joint", "estimate", "fold_in",
-    "assignments", "rebuild", "grow", "active_clusters", "check_state",
+    "assignments", "rebuild", "grow", "active_clusters", "check_state", "traced_priors",
 ]
+
+#: DMM's per-shard fields; alpha (sampled with ``resample_concentrations``) is global and equal
+#: on every shard, never summed
+SHARDING = Sharding(fields=dmm.SHARDING.fields, replicated=("alpha",))
+#: parameters added after model files were written, with the values those chains ran with
+PARAMS_ADDED_LATER = dict(sampled_concentrations.PARAMS_ADDED_LATER)
+#: State fields added after model files were written: alpha, the Params' value they ran with
+STATE_ADDED_LATER = sampled_concentrations.state_added_later(("alpha",))
 
 SAMPLERS = ("parallel", "sequential")
 INITS = ("incremental", "one", "random")
@@ -109,6 +134,8 @@ class Params(NamedTuple):
     them one by one to an empty restaurant), "one" (every document in one cluster) or
     "random" (uniform over ``init_clusters`` clusters, which must fit in ``capacity``).
     chunk_size: (document x distinct word) slots per chunk of a [documents, words, slots] array.
+    resample_concentrations: draw alpha after every sweep (33), Gamma(prior_shape, prior_rate)
+    prior; ``alpha`` is then the starting value.
     """
 
     alpha: float = 1.0
@@ -119,6 +146,23 @@ class Params(NamedTuple):
     init: str = "incremental"
     init_clusters: int = 1
     chunk_size: int = 8192
+    resample_concentrations: bool = False
+    prior_shape: float = 1.0
+    prior_rate: float = 1.0
+
+
+class State(NamedTuple):
+    """Chain state: DMM's (``dmm.State``: z [D+1], cluster_docs, word_cluster, cluster_tokens,
+    doc_items, doc_counts) and alpha, a float32 scalar: the concentration in use (the Params'
+    value unless sampled)."""
+
+    z: Array
+    cluster_docs: Array
+    word_cluster: Array
+    cluster_tokens: Array
+    doc_items: Array
+    doc_counts: Array
+    alpha: Array
 
 
 class SweepInfo(NamedTuple):
@@ -148,7 +192,18 @@ def check_params(params: Params) -> Params:
     if params.init_clusters > params.capacity:
         raise ParameterError(f"init_clusters={params.init_clusters} does not fit in "
                              f"capacity={params.capacity}")
+    sampled_concentrations.check(params)
     return params
+
+
+def _with_alpha(state: dmm.State, alpha) -> State:
+    """DMM's state (``dmm.state_from_assignments``) with the concentration `alpha`."""
+    return State(*state, alpha=jnp.asarray(alpha, jnp.float32))
+
+
+def _alpha(state: State, params: Params):
+    """alpha in use: the State's when sampled, else the Params' Python float."""
+    return sampled_concentrations.in_use(state, params, "alpha")
 
 
 def prepare(corpus: Corpus, params: Params) -> Data:
@@ -168,7 +223,8 @@ def init(key: Array, data: Data, params: Params) -> State:
     else:
         k0 = 1 if params.init == "one" else params.init_clusters
         z = jax.random.randint(key, (d,), 0, k0)
-    return state_from_assignments(z, data, params, params.capacity)
+    return _with_alpha(state_from_assignments(z, data, params, params.capacity),
+                       sampled_concentrations.initial(params, "alpha"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -184,7 +240,7 @@ def _settle(st: State, docs, items, counts, length, old, valid, u, data: Data, p
     documents to settle of every shard are gathered, and every shard runs the same sequential
     pass over all of them (shard order, then block order) on its copy of the global tables, so
     the copies agree and slots are opened once; each shard writes z of its own documents only."""
-    a, b = params.alpha, params.beta
+    a, b = _alpha(st, params), params.beta
     cap = st.cluster_docs.shape[0]
     v = st.word_cluster.shape[0]
     cmax = data.count_range.shape[0]
@@ -260,8 +316,31 @@ def sweep(key: Array, state: State, data: Data, params: Params,
     if axis_name is not None:
         check_shard_params(params)
         settle = partial(_settle, axis_name=axis_name)
+    if params.resample_concentrations:          # static: without it, the key is the sweep's
+        key, k_alpha = jax.random.split(key)
     state, changed, overflow = blocked_sweep(key, state, data, params, settle, uniforms_per_doc=2)
+    if params.resample_concentrations:
+        state = resample_alpha(shared_key(k_alpha, axis_name), state, params)
     return state, SweepInfo(changed, overflow, jnp.sum(state.cluster_docs > 0, dtype=jnp.int32))
+
+
+def resample_alpha(key: Array, state: State, params: Params) -> State:
+    """The state with alpha drawn by (33) given its partition: C occupied clusters of the D
+    seated documents (global counts, so a sharded sweep passes a key equal on every shard)."""
+    alpha = concentration_one_group(key, state.alpha, jnp.sum(state.cluster_docs > 0),
+                                    jnp.sum(state.cluster_docs), params.prior_shape,
+                                    params.prior_rate)
+    return state._replace(alpha=alpha)
+
+
+def traced_priors(state: State, params: Params) -> dict[str, Array]:
+    """{"alpha": the current value} when sampled (``resample_concentrations``), else {}."""
+    return sampled_concentrations.traced(state, params, ("alpha",))
+
+
+def recount_shard(state: State, data: Data, params: Params, sizes: dict) -> State:
+    """DMM's ``recount_shard`` (padding documents in no cluster); alpha is the chain's."""
+    return _with_alpha(dmm.recount_shard(state, data, params, sizes), state.alpha)
 
 
 def grow(state: State, data: Data, params: Params) -> State:
@@ -291,9 +370,10 @@ def log_joint(state: State, data: Data, params: Params) -> Array:
     d = jnp.sum(n)
     active = n > 0
     log_gamma_n = jax.scipy.special.gammaln(jnp.maximum(n, 1).astype(jnp.float32))
-    prior = (jnp.sum(active) * jnp.log(jnp.float32(params.alpha))
+    alpha = jnp.float32(_alpha(state, params))
+    prior = (jnp.sum(active) * jnp.log(alpha)
              + jnp.sum(jnp.where(active, log_gamma_n, 0.0))
-             - log_rising_factorial(jnp.float32(params.alpha), d))
+             - log_rising_factorial(alpha, d))
     return prior + dirichlet_multinomial_log_evidence(state.word_cluster, params.beta, axis=0)
 
 
@@ -331,7 +411,8 @@ def _chunk_slot_logits(state: State, params: Params, items, counts, length, old,
     here = ((jnp.arange(cap)[None, :] == old[:, None]) & own[:, None]).astype(jnp.int32)
     others = state.cluster_docs[None, :] - here
     pred = doc_log_predictive(state, items, counts, length, old, params.beta, None, own)
-    empty = jnp.log(jnp.float32(params.alpha)) + empty_log_predictive(counts, length, params.beta, v, None)
+    empty = (jnp.log(jnp.float32(_alpha(state, params)))
+             + empty_log_predictive(counts, length, params.beta, v, None))
     return jnp.where(others > 0, jnp.log(jnp.maximum(others, 1).astype(jnp.float32)) + pred,
                      jnp.where(here > 0, empty[:, None], -jnp.inf))
 
@@ -353,7 +434,8 @@ def estimate(state: State, params: Params) -> dict[str, np.ndarray]:
     (n_k^v + beta) / (n_k + V beta); labels [D]: the relabelled cluster of every document
     (-1 only before the first sweep of the "incremental" start); cluster_sizes [C]: documents
     per cluster; num_active_clusters: C; cluster_weights [C]: n_k / D (the posterior mean of
-    the mixture weights, less the new-cluster mass alpha/(D+alpha) renormalised away).
+    the mixture weights, less the new-cluster mass alpha/(D+alpha) renormalised away); alpha:
+    the concentration in use (the current draw when sampled).
     """
     slots, label = _relabel(state)
     d = state.z.shape[0] - 1
@@ -369,26 +451,31 @@ def estimate(state: State, params: Params) -> dict[str, np.ndarray]:
     labels = np.where(z >= 0, label[np.maximum(z, 0)], -1).astype(np.int32)
     return {"theta": theta, "phi": phi, "labels": labels,
             "cluster_sizes": sizes, "num_active_clusters": np.int64(slots.size),
-            "cluster_weights": (sizes / max(d, 1)).astype(np.float32)}
+            "cluster_weights": (sizes / max(d, 1)).astype(np.float32),
+            "alpha": np.asarray(_alpha(state, params))}
 
 
 def state_shapes(params: Params, num_tokens: int, num_docs: int, num_words: int) -> State:
     """The shape and dtype of every State array (checked when a model file is read); the
-    cluster slots are a capacity, grown by ``grow``."""
-    return dmm.layout_shapes(same_length(0), num_docs, num_words)
+    cluster slots are a capacity, grown by ``grow``; alpha a float32 scalar."""
+    return State(*dmm.layout_shapes(same_length(0), num_docs, num_words),
+                 alpha=array_spec(dtype=jnp.float32))
 
 
 def check_state(state: State, params: Params) -> str | None:
     """What is out of range in a state read from a file (host arrays), or None: clusters z in
     [-1, capacity) (-1: not seated yet, before the first sweep of the "incremental" start) with
-    the dummy slot 0, the documents' words in [0, V), counts non-negative."""
-    return dmm.check_layout(state, np.shape(state.cluster_docs)[0], unseated=True)
+    the dummy slot 0, the documents' words in [0, V), counts non-negative; alpha a finite
+    positive float32, the Params' value unless sampled."""
+    return (sampled_concentrations.state_problem(state, params, ("alpha",))
+            or dmm.check_layout(state, np.shape(state.cluster_docs)[0], unseated=True))
 
 
 def rebuild(state: State, data: Data, params: Params) -> State:
     """The state with its count tables recounted from z (same capacity; after loading a file)."""
     d = data.items.shape[0] - 1
-    return state_from_assignments(state.z[:d], data, params, state.cluster_docs.shape[0])
+    return _with_alpha(state_from_assignments(state.z[:d], data, params,
+                                              state.cluster_docs.shape[0]), state.alpha)
 
 
 def assignments(state: State) -> Array:
@@ -416,10 +503,11 @@ def held_out_exact(state: State, new_data: Data, params: Params) -> Array:
     items, counts, length = new_data.items[:d], new_data.counts[:d], new_data.length[:d]
     logits = _slot_logits(state, params, items, counts, length, jnp.zeros((d,), jnp.int32), False)
     v = state.word_cluster.shape[0]
-    new = jnp.log(jnp.float32(params.alpha)) + empty_log_predictive(counts, length, params.beta, v, None)
+    alpha = _alpha(state, params)
+    new = jnp.log(jnp.float32(alpha)) + empty_log_predictive(counts, length, params.beta, v, None)
     fitted = jnp.sum(state.cluster_docs).astype(jnp.float32)
     total = jnp.logaddexp(jax.nn.logsumexp(logits, axis=-1), new)
-    return total - jnp.log(fitted + params.alpha)
+    return total - jnp.log(fitted + alpha)
 
 
 def fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps: int = 50) -> Array:

@@ -28,6 +28,27 @@ The collapsed log joint (``log_joint``) is the product of a CRP(alpha) over the 
 document, a Polya(eta) urn over the labels of every document's tables (restricted to label(j)),
 a CRP(gamma) over the topics of every label's tables and a Polya(beta) over each topic's words.
 
+Concentrations (``Params.resample_concentrations``; Gamma(a, b) priors, a = ``prior_shape``,
+b = ``prior_rate``): in that joint alpha enters only through the documents' CRPs and gamma only
+through the labels' CRPs, so (Antoniak 1974), with n_j tokens and m_j tables of document j
+(m = sum_j m_j), m_k tables of label k and K_k topics it owns (K = sum_k K_k),
+
+    p(alpha | ...) ∝ Gamma(alpha; a, b) alpha^m prod_j Gamma(alpha) / Gamma(alpha + n_j)
+    p(gamma | ...) ∝ Gamma(gamma; a, b) gamma^K prod_k Gamma(gamma) / Gamma(gamma + m_k),
+
+each the conditional of a concentration shared by independent CRPs, drawn after every sweep
+with the auxiliary variables of Teh et al. (2006, appendix A; ``ops.concentration_groups``):
+
+    (A) groups = documents: w_j ~ Beta(alpha + 1, n_j), s_j ~ Bernoulli(n_j / (n_j + alpha))
+        (n_j > 0), alpha ~ Gamma(a + m - sum_j s_j, b - sum_j log w_j)
+    (G) groups = labels (a label's customers are its tables, its tables its topics):
+        v_k ~ Beta(gamma + 1, m_k), u_k ~ Bernoulli(m_k / (m_k + gamma)) (m_k > 0),
+        gamma ~ Gamma(a + K - sum_k u_k, b - sum_k log v_k).
+
+alpha and gamma are then chain state (``State.alpha``, ``State.gamma``; the Params' values are
+their starts) and the read-outs use the current ones; without resampling the kernels read the
+Params' values, and the chain is bitwise the one before the option existed.
+
 Kernels (``Params.sampler``); both visit documents, and within a document its tokens (table
 step) then its tables (label-and-topic step):
 
@@ -85,31 +106,33 @@ label weight and 1/(n_j + alpha), so that theta over all (k, l) and the new topi
 from __future__ import annotations
 
 from functools import partial
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from .. import sampled_concentrations
 from ..corpus import Corpus
-from ..errors import CorpusError, LabelWarning, ParameterError, warn_caller
+from ..errors import ParameterError
 from ..validate import (ANY_LENGTH, MAX_BLOCKS, array_spec, check_int, count_problem, latent_problem,
                         same_length)
 from ..ops import (
     categorical,
     categorical_logits,
+    concentration_groups,
     count_table,
     dirichlet_multinomial_log_evidence,
     exchange,
     log_rising_factorial,
-    pad_array,
-    pad_blocks,
-    require_parallel,
     shard_sum,
+    shared_key,
     strided_blocks,
 )
 from .base import Sharding
+#: which corpora DP-MRM accepts (label sets, every label used): one concept, its own module
+from .dpmrm_corpus import check_label_sets, check_training_corpus
 
 __all__ = [
     "Params", "State", "Data", "SweepInfo", "SAMPLERS",
@@ -118,6 +141,7 @@ __all__ = [
     "sweep", "grow", "log_joint", "estimate", "fold_in", "held_out_log_likelihood",
     "held_out_doc_log_likelihood",
     "assignments", "rebuild", "check_shard_params", "shard_sizes", "pad_shard", "recount_shard",
+    "resample_concentrations", "traced_priors",
 ]
 
 SAMPLERS = ("parallel", "sequential")
@@ -132,9 +156,15 @@ SHARDING = Sharding(
     # the owner label of a slot is no count: a shard's part is the label where its tables use
     # the slot, 0 elsewhere, and the shards' parts combine by their largest value (not their sum)
     max_fields=("topic_label",),
+    # the concentrations (sampled with ``resample_concentrations``): equal on every shard
+    replicated=("alpha", "gamma"),
 )
 #: ``log_joint`` reads the state only (``data`` may be None)
 LOG_JOINT_USES_DATA = False
+#: parameters added after model files were written, with the values those chains ran with
+PARAMS_ADDED_LATER = dict(sampled_concentrations.PARAMS_ADDED_LATER)
+#: State fields added after model files were written: the Params' values they ran with
+STATE_ADDED_LATER = sampled_concentrations.state_added_later(("alpha", "gamma"))
 
 _FLOAT32_RANGE = (1e-30, 1e30)
 
@@ -153,6 +183,8 @@ class Params(NamedTuple):
     topics) far more readily than it splits a topic that mixes two, so start at or above the
     number of topics a label is expected to need.
     chunk_size: tokens per chunk when held-out likelihoods are evaluated.
+    resample_concentrations: draw alpha and gamma after every sweep ((A), (G) of the module
+    docstring; Gamma(prior_shape, prior_rate) priors); alpha and gamma are then the starts.
     """
 
     alpha: float = 1.0
@@ -165,6 +197,9 @@ class Params(NamedTuple):
     table_capacity: int = 0
     initial_topics: int = 4
     chunk_size: int = 8192
+    resample_concentrations: bool = False
+    prior_shape: float = 1.0
+    prior_rate: float = 1.0
 
 
 class Data(NamedTuple):
@@ -202,7 +237,8 @@ class State(NamedTuple):
     (n_jt), doc_label_tables [D+1, R] (m_jk over the document's label slots), topic_tables [C]
     (m_kl), label_tables [L] (m_k), word_topic [V, C] (n_klw), topic [C] (n_kl). Constants kept so
     that read-outs need no corpus: token_doc [N], doc_labels [D+1, R] (-1 on padding).
-    T and C (the capacities) are the shapes, grown by ``grow``."""
+    T and C (the capacities) are the shapes, grown by ``grow``. alpha, gamma: float32 scalars,
+    the concentrations in use (the Params' values unless sampled)."""
 
     table: Array
     dish: Array
@@ -215,6 +251,8 @@ class State(NamedTuple):
     topic: Array
     token_doc: Array
     doc_labels: Array
+    alpha: Array
+    gamma: Array
 
 
 class SweepInfo(NamedTuple):
@@ -251,6 +289,7 @@ def check_params(params: Params) -> Params:
             raise ParameterError(f"{name} must be an integer >= {low}, got {v!r}")
         if v >= 2**30:
             raise ParameterError(f"{name} = {v} is too large (< 2^30)")
+    sampled_concentrations.check(params)
     return params
 
 
@@ -273,44 +312,6 @@ def _check_capacity(num_labels: int, num_tokens: int, params: Params) -> None:
             f"({num_labels} labels x {per_label}) for a corpus of {num_tokens} tokens, which can "
             f"fill at most {num_tokens} of them: lower initial_topics (at most {most} here; "
             f"topics are added as the chain needs them)")
-
-
-def check_label_sets(corpus: Corpus) -> None:
-    """Raise CorpusError unless the corpus carries a label set on every document."""
-    if corpus.label_offsets is None:
-        has = ("has one integer label per document (gold clusters), not label sets"
-               if corpus.labels is not None else "has none (labels missing)")
-        raise CorpusError(
-            f"DP-MRM needs a label set on every document, and this corpus {has}: "
-            "build it with labels= one list of labels per document (e.g. "
-            "Corpus.from_texts(texts, labels=[['sports', 'politics'], ...])) or read "
-            "'label1--label2<TAB>text' lines with Corpus.from_text_file(path, labelled=True)")
-
-
-def check_training_corpus(corpus: Corpus, total: Callable | None = None) -> None:
-    """A corpus DP-MRM can be fitted on: label sets present and every label on some document
-    (a label with no documents is almost always a mistake in ``label_names``). Held-out
-    corpora only need label sets over the fitted labels. `total` sums the documents per label
-    over the processes of a multi-process fit (each holds some of the documents)."""
-    check_label_sets(corpus)
-    per_label = np.bincount(corpus.label_ids, minlength=len(corpus.label_names))
-    if total is not None:
-        per_label = total(per_label)
-    unused = np.flatnonzero(per_label == 0)
-    if unused.size:
-        names = ", ".join(repr(corpus.label_names[i]) for i in unused[:5])
-        raise CorpusError(f"label {names} (id {int(unused[0])}) has no documents: every label of "
-                          f"label_names must be on at least one document ({unused.size} unused)")
-    tokens = np.bincount(corpus.label_ids, minlength=len(corpus.label_names),
-                         weights=np.repeat(corpus.doc_lengths, np.diff(corpus.label_offsets))).astype(np.int64)
-    if total is not None:
-        tokens = total(tokens)
-    idle = np.flatnonzero(np.asarray(tokens) == 0)
-    if idle.size:
-        names = ", ".join(repr(corpus.label_names[i]) for i in idle[:5])
-        warn_caller(f"label {names} is only on documents with no tokens ({idle.size} such "
-                      "label(s)): it can own no topic, and a document whose labels are all like "
-                      "it gets uniform doc_topic and transform rows", LabelWarning)
 
 
 def prepare(corpus: Corpus, params: Params) -> Data:
@@ -374,11 +375,14 @@ def _doc_label_ids(data: Data) -> Array:
 
 @jax.jit
 def state_from_assignments(table: Array, dish: Array, topic_label: Array, data: Data,
-                           real: Array | None = None) -> State:
+                           real: Array | None = None, alpha: Array | float = float("nan"),
+                           gamma: Array | float = float("nan")) -> State:
     """Build a consistent state from the latents: the table of every token [N], the topic slot of
     every table [D+1, T] and the label of every topic slot [C] (values on empty tables / free
     slots are ignored and set to 0). Capacities are the shapes of `dish` and `topic_label`.
-    `real` [N] bool (default all): the tokens to count (a shard's padding tokens are not)."""
+    `real` [N] bool (default all): the tokens to count (a shard's padding tokens are not).
+    `alpha`, `gamma`: the State's concentrations (NaN unless given: a chain that does not sample
+    them reads the Params', ``_in_use``)."""
     n, d, v, num_labels, _ = _sizes(data)
     t_cap, c_cap = dish.shape[1], topic_label.shape[0]
     table = jnp.asarray(table, jnp.int32)
@@ -400,7 +404,20 @@ def state_from_assignments(table: Array, dish: Array, topic_label: Array, data: 
         topic=count_table((c_cap,), tok_topic, weights=real),
         token_doc=data.doc,
         doc_labels=_doc_label_ids(data),
+        alpha=jnp.asarray(alpha, jnp.float32), gamma=jnp.asarray(gamma, jnp.float32),
     )
+
+
+def _in_use(state: State, params: Params) -> tuple:
+    """(alpha, gamma) the kernels and read-outs use: the State's when sampled, else the Params'
+    Python floats (a static branch: the chain without sampling is the one before it existed)."""
+    return tuple(sampled_concentrations.in_use(state, params, n) for n in ("alpha", "gamma"))
+
+
+def _params_in_use(state: State, params: Params) -> Params:
+    """Host side: `params` with the concentrations in use as Python floats (read-outs)."""
+    alpha, gamma = _in_use(state, params)
+    return params._replace(alpha=float(alpha), gamma=float(gamma))
 
 
 @partial(jax.jit, static_argnums=(2,))     # one compilation, not one per eager op
@@ -430,7 +447,8 @@ def init(key: Array, data: Data, params: Params) -> State:
     first = jax.ops.segment_min(group, s_doc, num_segments=d + 1)
     table = jnp.zeros((n,), jnp.int32).at[order].set(group - first[s_doc])
     dish = jnp.zeros((d + 1, t_cap), jnp.int32).at[data.doc, table].set(topic)
-    return state_from_assignments(table, dish, jnp.arange(c_cap, dtype=jnp.int32) // per_label, data)
+    return state_from_assignments(table, dish, jnp.arange(c_cap, dtype=jnp.int32) // per_label, data,
+                                  alpha=params.alpha, gamma=params.gamma)
 
 
 def grow(state: State, data: Data, params: Params) -> State:
@@ -525,10 +543,11 @@ def _label_weight(doc: _Doc, tl: Array, per_slot: Array, fill) -> Array:
 
 
 def _token_step(doc: _Doc, loc: _Local, view: _View, u: Array, i: Array, params: Params,
-                v: int, c_glob: int) -> tuple[_Local, _View, Array]:
+                v: int, c_glob: int, conc: tuple) -> tuple[_Local, _View, Array]:
     """Gibbs step of token i's table (and, for a new table, its label and topic) in one draw
-    over [existing tables | new table on topic c | new table on a new topic of label r]."""
-    a, b, g, e = params.alpha, params.beta, params.gamma, params.eta
+    over [existing tables | new table on topic c | new table on a new topic of label r];
+    `conc` = (alpha, gamma) in use (``_in_use``)."""
+    (a, g), b, e = conc, params.beta, params.eta
     t_cap, cv = loc.size.shape[0], view.nt.shape[0]
     valid = (i < doc.length).astype(jnp.int32)
     s, t0 = doc.slot[i], loc.tab[i]
@@ -574,8 +593,8 @@ def _token_step(doc: _Doc, loc: _Local, view: _View, u: Array, i: Array, params:
 
 
 def _table_step(doc: _Doc, loc: _Local, view: _View, logd: Array, counts: Array, prev: Array,
-                rank: Array, u: Array, t: Array, params: Params, v: int, c_glob: int
-                ) -> tuple[_Local, _View, Array]:
+                rank: Array, u: Array, t: Array, params: Params, v: int, c_glob: int,
+                conc: tuple) -> tuple[_Local, _View, Array]:
     """Gibbs step of the label and topic of table t (skipped when the table is empty): the
     table's tokens move as one block, log weights log r_jk (m_jk^-jt + eta) + log {m_kl^-jt,
     gamma} - log(m_k^-jt + gamma) + log f_kl^-jt(x_jt).
@@ -588,7 +607,7 @@ def _table_step(doc: _Doc, loc: _Local, view: _View, logd: Array, counts: Array,
     table move changes two topics, so only their two columns are recomputed (O(Lmax) logs per
     step instead of O(Lmax C) or O(M C) lgammas). `counts` [T, M]: each table's tokens per
     distinct word of the document."""
-    b, g, e = params.beta, params.gamma, params.eta
+    (_, g), b, e = conc, params.beta, params.eta
     cv = view.nt.shape[0]
     n = loc.size[t]
     act = (n > 0).astype(jnp.int32)
@@ -663,14 +682,17 @@ def _table_counts(doc: _Doc, loc: _Local) -> Array:
 
 
 def _update_docs(docs: _Doc, locs: _Local, views: _View, u_tok: Array, u_tab: Array,
-                 params: Params, v: int, c_glob: int) -> tuple[_Local, _View, Array]:
+                 params: Params, v: int, c_glob: int, conc: tuple | None = None
+                 ) -> tuple[_Local, _View, Array]:
     """One document step (every token's table, then every table's label and topic) for each of
     a batch of documents, each on its own view. The loops run outside the vmap (their bounds are
     the block's longest document and the table capacity) so masking a finished document costs
-    a few scalar updates, not a select of its whole view."""
-    token = jax.vmap(partial(_token_step, params=params, v=v, c_glob=c_glob),
+    a few scalar updates, not a select of its whole view. `conc`: (alpha, gamma) in use
+    (default the Params')."""
+    conc = (params.alpha, params.gamma) if conc is None else conc
+    token = jax.vmap(partial(_token_step, params=params, v=v, c_glob=c_glob, conc=conc),
                      in_axes=(0, 0, 0, 0, None))
-    table = jax.vmap(partial(_table_step, params=params, v=v, c_glob=c_glob),
+    table = jax.vmap(partial(_table_step, params=params, v=v, c_glob=c_glob, conc=conc),
                      in_axes=(0, 0, 0, 0, 0, 0, 0, 0, None))
 
     def token_body(i, carry):
@@ -779,9 +801,12 @@ def _blocked_sweep(key: Array, state: State, data: Data, params: Params, blocks:
     info (tokens changed, overflow on any shard) is the whole sweep's, equal on every shard."""
     n, _, v, _, _ = _sizes(data)
     c_glob, t_cap = state.topic.shape[0], state.dish.shape[1]
+    if params.resample_concentrations:          # static: without it, the key is the sweep's
+        key, k_conc = jax.random.split(key)
     k_tok, k_tab = jax.random.split(key)
     u_tok = jax.random.uniform(k_tok, (n,))
     u_tab = jax.random.uniform(k_tab, state.dish.shape)
+    conc = _in_use(state, params)
 
     def block(carry, xs):
         st, changed, overflow = carry
@@ -790,7 +815,8 @@ def _blocked_sweep(key: Array, state: State, data: Data, params: Params, blocks:
         docs = _doc_inputs(data, idx)
         loc, view = _gather(st, docs, idx, t_cap)
         new_loc, new_view, over = _update_docs(
-            docs, loc, view, u_tok[jnp.minimum(docs.pos, n - 1)], u_tab[idx], params, v, c_glob)
+            docs, loc, view, u_tok[jnp.minimum(docs.pos, n - 1)], u_tab[idx], params, v, c_glob,
+            conc)
         st, moved, lost = _write_back(st, idx, docs, loc, view, new_loc, new_view, axis_name)
         return (st, changed + moved, overflow | jnp.any(over) | lost), None
 
@@ -799,7 +825,32 @@ def _blocked_sweep(key: Array, state: State, data: Data, params: Params, blocks:
     # a table overflow of one shard is the whole sweep's
     changed, over = shard_sum(jnp.stack([changed, overflow.astype(jnp.int32)]), axis_name)
     overflow = over > 0
+    if params.resample_concentrations:
+        state = resample_concentrations(k_conc, state, data, params, axis_name)
     return state, SweepInfo(changed, overflow, jnp.sum(state.topic_tables > 0, dtype=jnp.int32))
+
+
+def resample_concentrations(key: Array, state: State, data: Data, params: Params,
+                            axis_name: str | None = None) -> State:
+    """The state with alpha and gamma drawn by (A) and (G) (module docstring) given its tables:
+    alpha from the documents' n_j and the m tables of all documents, gamma from the labels' m_k
+    and the K active topics. Sharded: each shard draws the auxiliaries of its own documents
+    (`key`), their sums are summed over the shards; alpha's draw and all of gamma's (its
+    groups, the labels, are global tables) use a key equal on every shard."""
+    a, b = params.prior_shape, params.prior_rate
+    shared = shared_key(key, axis_name)
+    k_alpha, _ = jax.random.split(key)
+    s_alpha, s_gamma = jax.random.split(shared)
+    alpha = concentration_groups(k_alpha, state.alpha, data.doc_len, jnp.sum(state.label_tables),
+                                 a, b, axis_name=axis_name, shared=s_alpha)
+    gamma = concentration_groups(s_gamma, state.gamma, state.label_tables,
+                                 jnp.sum(state.topic_tables > 0), a, b)
+    return state._replace(alpha=alpha, gamma=gamma)
+
+
+def traced_priors(state: State, params: Params) -> dict[str, Array]:
+    """{"alpha", "gamma": the current values} when sampled (``resample_concentrations``), else {}."""
+    return sampled_concentrations.traced(state, params, ("alpha", "gamma"))
 
 
 def _sequential_sweep(key: Array, state: State, data: Data, params: Params) -> tuple[State, SweepInfo]:
@@ -833,55 +884,6 @@ def sweep(key: Array, state: State, data: Data, params: Params,
 
 
 # --------------------------------------------------------------------------------------------
-# sharding hooks (``jaxtopics.distributed``)
-
-
-#: sharded sweeps run the parallel kernel
-check_shard_params = require_parallel
-
-
-def shard_sizes(data: Data, num_shards: int) -> dict[str, int]:
-    """The sizes of a shard's layout: tokens, documents, distinct words and label slots per
-    document, longest document, and the blocks' [B, C] shape."""
-    n, d, _, _, r = _sizes(data)
-    b, c = data.blocks.shape
-    return {"tokens": n, "docs": d, "width": data.doc_words.shape[1], "label_slots": r,
-            "longest": data.token_offsets.shape[0], "blocks": b, "block_width": c}
-
-
-def pad_shard(data: Data, sizes: dict[str, int]) -> Data:
-    """A shard's Data padded to ``sizes``: padding tokens (n..n_max-1) belong to the dummy
-    document, which moves to row d_max; padding documents (d..d_max-1) have no tokens and no
-    labels and are in no block; word and label slots widen (word 0, label 0, masked)."""
-    n, d, _, _, _ = _sizes(data)
-    n_max, d_max = sizes["tokens"], sizes["docs"]
-    rows = (d_max + 1,)
-
-    def docs(a, width=None, fill=0):
-        return pad_array(a, rows + (() if width is None else (sizes[width],)), fill, rows=d)
-
-    label_mask = docs(data.label_mask, "label_slots", False)
-    label_mask[d_max, 0] = True                          # the dummy document: label 0, no tokens
-    blocks, valid = pad_blocks(data.blocks, data.valid, d, d_max, sizes["blocks"], sizes["block_width"])
-    return Data(
-        word=pad_array(data.word, (n_max,)), doc=pad_array(data.doc, (n_max,), d_max),
-        slot=pad_array(data.slot, (n_max,)), doc_start=docs(data.doc_start, fill=n),
-        doc_len=docs(data.doc_len), doc_words=docs(data.doc_words, "width"),
-        doc_labels=docs(data.doc_labels, "label_slots"), label_mask=label_mask,
-        label_docs=np.asarray(data.label_docs), word_freq=np.asarray(data.word_freq),
-        token_offsets=np.arange(sizes["longest"], dtype=np.int32), blocks=blocks, valid=valid)
-
-
-def recount_shard(state: State, data: Data, params: Params, sizes: dict) -> State:
-    """A shard's tables recounted from its latents, padding tokens (>= sizes["tokens"]) counted
-    nowhere; its topic_label is the owner of the slots its own tables use (0 elsewhere:
-    ``SHARDING.max_fields``)."""
-    real = jnp.arange(data.word.shape[0]) < sizes["tokens"]
-    return state_from_assignments(jnp.where(real, state.table, 0), state.dish, state.topic_label,
-                                  data, real)
-
-
-# --------------------------------------------------------------------------------------------
 # read-outs
 
 
@@ -892,7 +894,7 @@ def log_joint(state: State, data: Data | None, params: Params) -> Array:
     tables' topics, per topic a Polya(beta) over its words. From the state alone (`data` is
     unused: a document's length is the sum of its tables, its label set its ``doc_labels``), so
     it also scores the shards' tables stacked (empty padding rows add 0)."""
-    a, g, e = params.alpha, params.gamma, params.eta
+    (a, g), e = _in_use(state, params), params.eta
     f32 = jnp.float32
     size, active = state.table_size, state.table_size > 0
     num_tables = jnp.sum(active, axis=1)
@@ -911,92 +913,6 @@ def log_joint(state: State, data: Data | None, params: Params) -> Array:
     return crp_docs + labels + crp_labels + words
 
 
-def _active_order(state: State) -> np.ndarray:
-    """Active topic slots ordered by owner label, then slot."""
-    mt = np.asarray(state.topic_tables)
-    tl = np.asarray(state.topic_label)
-    active = np.flatnonzero(mt > 0)
-    return active[np.lexsort((active, tl[active]))]
-
-
-def _label_weights(state: State, params: Params) -> tuple[np.ndarray, np.ndarray]:
-    """(pi [D, C], n_dc [D, C]) over all topic slots: pi_jc = (m_jk + eta) / (m_j + |label(j)|
-    eta) for c owned by a label k of document j (0 otherwise), and tokens of j on topic c."""
-    size = np.asarray(state.table_size)[:-1].astype(np.float64)
-    dish = np.asarray(state.dish)[:-1]
-    mjr = np.asarray(state.doc_label_tables)[:-1].astype(np.float64)
-    labels = np.asarray(state.doc_labels)[:-1]
-    tl = np.asarray(state.topic_label)
-    d, c = size.shape[0], tl.shape[0]
-    mask = labels >= 0
-    prior = np.where(mask, mjr + params.eta, 0.0) / (mjr.sum(1) + mask.sum(1) * params.eta)[:, None]
-    pi = np.zeros((d, c))
-    for r in range(labels.shape[1]):
-        pi += prior[:, r:r + 1] * (labels[:, r:r + 1] == tl[None, :])
-    ndc = np.zeros((d, c))
-    np.add.at(ndc, (np.repeat(np.arange(d), dish.shape[1]), dish.reshape(-1)), size.reshape(-1))
-    return pi, ndc
-
-
-def _distributions(theta: np.ndarray) -> np.ndarray:
-    """Rows of `theta` renormalised to sum to 1; a row with no mass on any active topic (a
-    document none of whose labels owns a topic: all its corrected theta is new-topic mass) is
-    uniform over the active topics."""
-    total = theta.sum(1, keepdims=True)
-    uniform = np.full_like(theta, 1.0 / max(theta.shape[1], 1))
-    return np.where(total > 0, theta / np.where(total > 0, total, 1.0), uniform)
-
-
-def estimate(state: State, params: Params) -> dict[str, np.ndarray]:
-    """Point estimates over the K active topics (ordered by label, then slot); host-side numpy.
-
-    theta [D, K]: the corrected theta (module docstring) over the active topics, each row
-    renormalised over them (the new-topic mass left out; a document none of whose labels owns
-    a topic has all its mass there, and a uniform row); doc_new_topic [D]: that left-out
-    new-topic share, alpha sum_k pi_jk gamma / (m_k + gamma) / (n_j + alpha). phi [K, V] = (n_kw + beta) / (n_k + V
-    beta). Extras: topic_label [K] (label id of each topic), topics_per_label [L],
-    label_topic [L, K] = m_kl / (m_k + gamma) (posterior mean of label k's measure G_k on its
-    topics; the rest of its row, gamma / (m_k + gamma), is label_new_topic [L]), doc_label [D, L]
-    = (m_jk + eta) / (m_j + |label(j)| eta) (mixing weight of each label of each document),
-    topic_sizes [K] (tokens), topic_tables [K] (tables), num_active_topics.
-    """
-    a, b, g = params.alpha, params.beta, params.gamma
-    order = _active_order(state)
-    mt = np.asarray(state.topic_tables).astype(np.float64)
-    ml = np.asarray(state.label_tables).astype(np.float64)
-    tl = np.asarray(state.topic_label)
-    nt = np.asarray(state.topic).astype(np.float64)
-    wt = np.asarray(state.word_topic)
-    v, num_labels = wt.shape[0], ml.shape[0]
-    pi, ndc = _label_weights(state, params)
-    share = np.where(mt > 0, mt / (ml[tl] + g), 0.0)                                   # [C]
-    theta = _distributions((ndc + a * pi * share[None, :])[:, order])
-    phi = (wt[:, order].T + b) / (nt[order][:, None] + v * b)
-    k = order.shape[0]
-    label_topic = np.zeros((num_labels, k))
-    label_topic[tl[order], np.arange(k)] = share[order]
-    labels = np.asarray(state.doc_labels)[:-1]
-    mjr = np.asarray(state.doc_label_tables)[:-1].astype(np.float64)
-    mask = labels >= 0
-    prior = np.where(mask, mjr + params.eta, 0.0) / (mjr.sum(1) + mask.sum(1) * params.eta)[:, None]
-    doc_label = np.zeros((labels.shape[0], num_labels))
-    rows, cols = np.nonzero(mask)
-    doc_label[rows, labels[rows, cols]] = prior[rows, cols]
-    new_mass = a * np.sum(np.where(mask, prior * g / (ml[np.where(mask, labels, 0)] + g), 0.0), 1)
-    doc_new_topic = new_mass / (ndc.sum(1) + a)
-    return {
-        "theta": theta.astype(np.float32), "phi": phi.astype(np.float32),
-        "topic_label": tl[order].astype(np.int32),
-        "topics_per_label": np.bincount(tl[order], minlength=num_labels).astype(np.int32),
-        "label_topic": label_topic.astype(np.float32),
-        "label_new_topic": (g / (ml + g)).astype(np.float32),
-        "doc_label": doc_label.astype(np.float32),
-        "doc_new_topic": doc_new_topic.astype(np.float32),
-        "topic_sizes": nt[order].astype(np.int32), "topic_tables": mt[order].astype(np.int32),
-        "num_active_topics": np.int32(k),
-    }
-
-
 def state_shapes(params: Params, num_tokens: int, num_docs: int, num_words: int,
                  num_labels: int = ANY_LENGTH) -> State:
     """The shape and dtype of every State array (checked when a model file is read); the topic
@@ -1008,16 +924,19 @@ def state_shapes(params: Params, num_tokens: int, num_docs: int, num_words: int,
     return State(table=array_spec(num_tokens), dish=tables, topic_label=topics, table_size=tables,
                  doc_label_tables=labels, topic_tables=topics, label_tables=array_spec(num_labels),
                  word_topic=array_spec(num_words, c), topic=topics,
-                 token_doc=array_spec(num_tokens), doc_labels=labels)
+                 token_doc=array_spec(num_tokens), doc_labels=labels,
+                 alpha=array_spec(dtype=np.float32), gamma=array_spec(dtype=np.float32))
 
 
 def check_state(state: State, params: Params) -> str | None:
     """What is out of range in a state read from a file (host arrays), or None: table slots in
     [0, T), topic slots in [0, C), owner labels in [0, L), the tokens' documents in [0, D],
-    label ids in [-1, L) (-1: padding), counts non-negative (``resume`` recounts the tables)."""
+    label ids in [-1, L) (-1: padding), counts non-negative (``resume`` recounts the tables);
+    alpha and gamma finite positive float32 scalars, the Params' values unless sampled."""
     d1, t_cap = np.shape(state.dish)
     c_cap, num_labels = np.shape(state.topic)[0], np.shape(state.label_tables)[0]
-    return (latent_problem("table", state.table, t_cap)
+    return (sampled_concentrations.state_problem(state, params, ("alpha", "gamma"))
+            or latent_problem("table", state.table, t_cap)
             or latent_problem("dish", state.dish, c_cap)
             or latent_problem("topic_label", state.topic_label, num_labels)
             or latent_problem("token_doc", state.token_doc, d1)
@@ -1029,16 +948,8 @@ def check_state(state: State, params: Params) -> str | None:
 
 def rebuild(state: State, data: Data, params: Params) -> State:
     """The state with its count tables recounted from the latents (after loading a file)."""
-    return state_from_assignments(state.table, state.dish, state.topic_label, data)
-
-
-def assignments(state: State) -> np.ndarray:
-    """Topic of every token [N] (int32), as an index into the active topics of ``estimate``."""
-    order = _active_order(state)
-    rank = np.zeros(np.asarray(state.topic).shape[0], np.int32)
-    rank[order] = np.arange(order.shape[0], dtype=np.int32)
-    slot = np.asarray(state.dish)[np.asarray(state.token_doc), np.asarray(state.table)]
-    return rank[slot]
+    return state_from_assignments(state.table, state.dish, state.topic_label, data,
+                                  alpha=state.alpha, gamma=state.gamma)
 
 
 #: held-out methods (``jaxtopics.evaluation``): the corrected theta (module docstring) is the
@@ -1047,7 +958,13 @@ HELD_OUT_METHODS = ("corrected_theta", "completion")
 DEFAULT_HELD_OUT_METHOD = "corrected_theta"
 
 
-# the held-out documents (fold-in, held-out likelihood) live in dpmrm_held_out; re-exported here
+# one concept per module, each re-exported here (the model contract and the tests read them from
+# this module): the sharding hooks (dpmrm_shards), the read-outs over the active topics
+# (dpmrm_readouts) and the held-out documents (fold-in, held-out likelihood; dpmrm_held_out)
+from .dpmrm_shards import (  # noqa: E402,F401
+    check_shard_params, pad_shard, recount_shard, shard_sizes)
+from .dpmrm_readouts import (  # noqa: E402,F401
+    _active_order, _distributions, _label_weights, assignments, estimate)
 from . import dpmrm_held_out as _held_out  # noqa: E402
 from .dpmrm_held_out import (  # noqa: E402,F401
     fold_in, held_out_doc_log_likelihood, held_out_log_likelihood)

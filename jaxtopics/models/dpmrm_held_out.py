@@ -14,8 +14,9 @@ from jax import Array
 
 from ..errors import LabelWarning, ParameterError, warn_caller
 from ..ops import chunked_map, strided_blocks
-from .dpmrm import (Data, Params, State, _active_order, _distributions, _Doc, _doc_inputs,
-                    _gather_views, _label_weight, _Local, _sizes, _table_cap, _update_docs, _View)
+from .dpmrm import (Data, Params, State, _Doc, _doc_inputs, _gather_views, _label_weight, _Local,
+                    _params_in_use, _sizes, _table_cap, _update_docs, _View)
+from .dpmrm_readouts import _active_order, _distributions
 
 __all__ = ["fold_in", "held_out_log_likelihood", "held_out_doc_log_likelihood"]
 
@@ -35,7 +36,9 @@ def _check_new_data(state: State, new_data: Data, num_sweeps: int) -> None:
 def _fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps: int) -> Array:
     """``_fold_in_theta`` with the held-out documents in groups vmapped together (the documents
     are independent given the fitted counts): ~2^20 view cells per group. Parameters that do not
-    enter the fold-in are normalised so that every kernel setting shares one compilation."""
+    enter the fold-in are normalised so that every kernel setting shares one compilation; alpha
+    and gamma are those in use (the chain's current draws when it samples them)."""
+    params = _params_in_use(state, params)
     d = new_data.doc_start.shape[0] - 1
     width = state.topic.shape[0] + _table_cap(new_data)
     per_group = max(1, min(d, (1 << 20) // (new_data.doc_words.shape[1] * width)))

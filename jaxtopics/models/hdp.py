@@ -76,6 +76,7 @@ import numpy as np
 from jax import Array
 from jax.scipy.special import gammaln
 
+from .. import sampled_concentrations
 from ..corpus import Corpus
 from ..errors import CorpusError, ParameterError
 from ..validate import MAX_BLOCKS, array_spec, check_int, count_problem, latent_problem, same_length
@@ -214,13 +215,11 @@ def _check_positive(name: str, v) -> None:
 
 def check_params(params: Params) -> Params:
     """Validate hyper-parameters; raises ParameterError naming the bad field."""
-    for name in ("alpha", "gamma", "beta", "prior_shape", "prior_rate"):
+    for name in ("alpha", "gamma", "beta"):
         _check_positive(name, getattr(params, name))
     if params.sampler not in SAMPLERS:
         raise ParameterError(f"sampler must be one of {SAMPLERS}, got {params.sampler!r}")
-    if not isinstance(params.resample_concentrations, (bool, np.bool_)):
-        raise ParameterError("resample_concentrations must be True or False, "
-                             f"got {params.resample_concentrations!r}")
+    sampled_concentrations.check(params)     # resample_concentrations, prior_shape, prior_rate
     for name, low in (("initial_topics", 1), ("split_merge_steps", 0),
                       ("dish_groups", 1), ("topic_capacity", 0), ("table_capacity", 0),
                       ("chunk_size", 1)):
@@ -706,9 +705,7 @@ def _resample_concentrations(key: Array, st: State, data: Data, params: Params,
 def traced_priors(state: State, params: Params) -> dict[str, Array]:
     """The concentrations the chain samples, recorded along the trace: {"alpha", "gamma"}
     with ``resample_concentrations``, else {} (they stay at the Params' values)."""
-    if not params.resample_concentrations:
-        return {}
-    return {"alpha": jnp.asarray(state.alpha, _F32), "gamma": jnp.asarray(state.gamma, _F32)}
+    return sampled_concentrations.traced(state, params, ("alpha", "gamma"))
 
 
 # --------------------------------------------------------------------------------------------
