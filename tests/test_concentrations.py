@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 import jax
@@ -180,3 +179,236 @@ def test_group_update_sharded_has_the_same_law_on_every_shard():
     out = np.asarray(out)
     np.testing.assert_array_equal(out[0], out[1])
     _check_law(out[0], law)
+
+
+# ------------------------------------------------------------------------------------------
+# (b) the models
+
+
+def _dpmrm_corpus():
+    """16 labelled documents (labels L0-L2, a quarter of them with two), words by a fixed rule:
+    the corpus of ``fixtures/dpmrm_format_before_sampled_concentrations.jtm``."""
+    import jaxtopics as jt
+
+    docs, sets = [], []
+    for j in range(16):
+        sets.append([f"L{j % 3}"] + ([f"L{(j + 1) % 3}"] if j % 4 == 0 else []))
+        docs.append([f"w{((j % 3) * 6 + (j * 7 + i * 3) % 6 + (i % 5 == 0) * 20) % 24}"
+                     for i in range(5 + j % 7)])
+    return jt.Corpus.from_token_lists(docs, labels=sets, label_names=["L0", "L1", "L2"])
+
+
+def _dpmm_corpus():
+    """The corpus of ``fixtures/dpmm_format_before_sampled_alpha.jtm``."""
+    from jaxtopics.datasets import synthetic_dmm
+
+    return synthetic_dmm(num_docs=24, num_words=30, num_clusters=3, mean_doc_length=6, beta=0.3,
+                         seed=5).corpus
+
+
+def _same_state(a, b, skip=()) -> None:
+    for name in a._fields:
+        if name not in skip:
+            np.testing.assert_array_equal(np.asarray(getattr(a, name)),
+                                          np.asarray(getattr(b, name)), err_msg=name)
+
+
+def _chain(model) -> list[tuple]:
+    return [tuple(p)[:3] for p in model.trace]
+
+
+def test_dpmm_leaves_a_badly_wrong_alpha():
+    """From alpha = 300 (D = 200 documents of 8 planted clusters), fixed alpha keeps surplus
+    clusters; sampled, alpha falls to O(1) within a few sweeps, each draw of the last sweeps lies
+    in the central 99.9 % of p(alpha | C, D) for the clusters C found (the conditional it is
+    drawn from), and the clustering is no worse. The sampled chain, resumed sweep by sweep,
+    is the straight one bitwise."""
+    import jaxtopics as jt
+    from jaxtopics import metrics
+    from jaxtopics.datasets import synthetic_dmm
+
+    corpus = synthetic_dmm(num_docs=200, num_words=300, num_clusters=8, mean_doc_length=6,
+                           seed=2).corpus
+    run = dict(seed=0, progress=False)
+    fixed = jt.DPMM(alpha=300.0, num_blocks=16).fit(corpus, 20, **run)
+    sampled = jt.DPMM(alpha=300.0, num_blocks=16, resample_concentrations=True).fit(corpus, 15, **run)
+    draws = []
+    for _ in range(5):
+        sampled.resume(corpus, 1, progress=False)
+        draws.append(sampled.alpha)
+    assert fixed.alpha == 300.0 and isinstance(sampled.alpha, float)
+    c, d = sampled.num_active_clusters, corpus.num_docs
+    u, cdf, _, _ = _exact_cdf(_log_density(1.0, 1.0, [d], c))
+    lo, hi = np.exp(np.interp([5e-4, 1 - 5e-4], cdf, u))
+    assert all(lo < a < hi for a in draws), (draws, (lo, hi), c)
+    planted = corpus.labels
+    assert abs(c - 8) <= abs(fixed.num_active_clusters - 8), (c, fixed.num_active_clusters)
+    assert metrics.nmi(planted, sampled.labels) >= metrics.nmi(planted, fixed.labels) - 0.01
+    straight = jt.DPMM(alpha=300.0, num_blocks=16, resample_concentrations=True).fit(corpus, 20, **run)
+    _same_state(straight.state, sampled.state)
+
+
+def test_dpmrm_sampled_concentrations_resume_bitwise_through_a_file(tmp_path):
+    """alpha and gamma move from far-off starts, stay finite and positive, and 3 sweeps + save
+    + load + 3 sweeps is the 6-sweep chain bitwise (the concentrations included)."""
+    import jaxtopics as jt
+
+    corpus = _dpmrm_corpus()
+    make = lambda: jt.DPMRM(alpha=40.0, gamma=0.02, num_blocks=4, initial_topics=2,   # noqa: E731
+                            resample_concentrations=True, prior_shape=2.0, prior_rate=0.5)
+    straight = make().fit(corpus, 6, seed=3, progress=False)
+    part = make().fit(corpus, 3, seed=3, progress=False)
+    part.save(tmp_path / "m.jtm")
+    loaded = jt.load(tmp_path / "m.jtm")
+    assert (loaded.alpha, loaded.gamma) == (part.alpha, part.gamma)
+    assert loaded.params.prior_shape == 2.0 and loaded.params.resample_concentrations is True
+    resumed = loaded.resume(corpus, 3, progress=False)
+    _same_state(straight.state, resumed.state)
+    assert _chain(straight) == _chain(resumed)
+    alpha, gamma = straight.alpha, straight.gamma
+    assert np.isfinite([alpha, gamma]).all() and alpha > 0 and gamma > 0
+    assert alpha < 40.0 and gamma != np.float32(0.02)
+    from jaxtopics.models import dpmrm
+    assert set(dpmrm.traced_priors(straight.state, straight.params)) == {"alpha", "gamma"}
+    assert dpmrm.traced_priors(straight.state, straight.params._replace(
+        resample_concentrations=False)) == {}
+
+
+@pytest.mark.parametrize("name", ["dpmm", "dpmrm"])
+def test_sharded_concentrations_are_equal_on_every_shard(name):
+    """Two shards: after every sweep each shard holds the same alpha (and gamma), drawn from
+    the statistics summed over the shards with a key the shards share."""
+    from jaxtopics import distributed as dist
+    from jaxtopics.models import dpmm, dpmrm
+
+    if len(jax.devices()) < 2:
+        pytest.skip("needs two devices")
+    if name == "dpmm":
+        module, corpus, names = dpmm, _dpmm_corpus(), ("alpha",)
+        params = dpmm.check_params(dpmm.Params(alpha=30.0, num_blocks=4, capacity=32,
+                                               resample_concentrations=True))
+    else:
+        module, corpus, names = dpmrm, _dpmrm_corpus(), ("alpha", "gamma")
+        params = dpmrm.check_params(dpmrm.Params(alpha=30.0, gamma=0.05, num_blocks=4,
+                                                 initial_topics=2, topic_capacity=64,
+                                                 table_capacity=32, resample_concentrations=True))
+    mesh = dist.make_mesh(2)
+    sdata = dist.prepare(corpus, params, 2)
+    state, sdata = dist.place(dist.init(jax.random.key(0), sdata, params), sdata, mesh)
+
+    def fn(key, st, data, params, axis_name):
+        st, info = module.sweep(key, st, data, params, axis_name=axis_name)
+        seen = jnp.stack([jax.lax.all_gather(getattr(st, n), axis_name) for n in names])
+        return st, (seen, info.overflow)
+
+    step = jax.jit(lambda k, s, sd: dist._per_shard(fn, k, s, sd, params, mesh))
+    values = []
+    for t in range(3):
+        state, (seen, overflow) = step(jax.random.fold_in(jax.random.key(1), t), state, sdata)
+        seen = np.asarray(seen)                                        # [names, shards]
+        assert not bool(overflow)
+        np.testing.assert_array_equal(seen[:, 0], seen[:, 1])
+        values.append(seen[:, 0])
+    assert np.all(np.isfinite(values)) and values[0][0] != np.float32(30.0)
+    assert len({tuple(v) for v in values}) == 3                        # they move every sweep
+
+
+# ------------------------------------------------------------------------------------------
+# (c) resampling off is the chain of the code before it; older model files load
+
+
+OLD_FILES = {
+    # model -> (file written by the code before sampled concentrations, the estimator and fit
+    # that wrote it, the corpus)
+    "dpmm": ("dpmm_format_before_sampled_alpha.jtm",
+             lambda jt: jt.DPMM(alpha=0.5, beta=0.1, num_blocks=4), _dpmm_corpus),
+    "dpmrm": ("dpmrm_format_before_sampled_concentrations.jtm",
+              lambda jt: jt.DPMRM(alpha=1.5, gamma=0.7, num_blocks=4, initial_topics=2),
+              _dpmrm_corpus),
+}
+
+
+@pytest.mark.parametrize("name", list(OLD_FILES))
+def test_an_older_model_file_loads_and_resampling_off_is_the_old_chain(name):
+    """tests/fixtures/<model>_format_before_*.jtm were written by the code before this feature
+    (``<estimator>.fit(corpus, 6, seed=2)``, the estimators and corpora of ``OLD_FILES``, at
+    the commit before it): they load, their concentrations filled in from their params; today's
+    chain with resampling off is theirs bitwise (the same state after 6 sweeps, the same trace),
+    and resuming one continues today's chain."""
+    import jaxtopics as jt
+
+    file, make, corpus = OLD_FILES[name]
+    corpus = corpus()
+    old = jt.load(FIXTURES / file)
+    assert old.params.resample_concentrations is False
+    assert (old.params.prior_shape, old.params.prior_rate) == (1.0, 1.0)
+    names = ("alpha",) if name == "dpmm" else ("alpha", "gamma")
+    for n in names:
+        assert getattr(old, n) == getattr(old.params, n)                   # the value in use
+        assert np.asarray(getattr(old.state, n)) == np.float32(getattr(old.params, n))
+    fresh = make(jt).fit(corpus, 6, seed=2, progress=False)
+    assert fresh.params == old.params
+    _same_state(fresh.state, old.state)
+    assert _chain(fresh) == _chain(old)
+    old.resume(corpus, 2, progress=False)
+    _same_state(make(jt).fit(corpus, 8, seed=2, progress=False).state, old.state)
+
+
+def test_a_loaded_state_with_a_bad_concentration_is_refused(tmp_path):
+    """check_state: alpha must equal the parameter when not sampled, and be finite and > 0."""
+    import jaxtopics as jt
+
+    m = jt.DPMM(alpha=0.5, num_blocks=4).fit(_dpmm_corpus(), 2, seed=0, progress=False)
+    m._state = m.state._replace(alpha=jnp.float32(0.7))
+    m.save(tmp_path / "edited.jtm")
+    with pytest.raises(jt.FormatError, match="alpha differs from the parameter alpha=0.5"):
+        jt.load(tmp_path / "edited.jtm")
+    m = jt.DPMRM(num_blocks=4, initial_topics=2, resample_concentrations=True).fit(
+        _dpmrm_corpus(), 2, seed=0, progress=False)
+    m._state = m.state._replace(gamma=jnp.float32(np.nan))
+    m.save(tmp_path / "nan.jtm")
+    with pytest.raises(jt.FormatError, match="gamma must be a finite number > 0"):
+        jt.load(tmp_path / "nan.jtm")
+
+
+@pytest.mark.parametrize("model", ["DPMM", "DPMRM", "HDP"])
+@pytest.mark.parametrize("kwargs,field", [
+    (dict(resample_concentrations="yes"), "resample_concentrations"),
+    (dict(resample_concentrations=1), "resample_concentrations"),
+    (dict(prior_shape=0.0), "prior_shape"), (dict(prior_shape=True), "prior_shape"),
+    (dict(prior_rate=float("inf")), "prior_rate"), (dict(prior_rate="1"), "prior_rate"),
+    (dict(prior_rate=1e31), "prior_rate"),
+])
+def test_bad_settings_are_refused_by_name(model, kwargs, field):
+    import jaxtopics as jt
+    from jaxtopics.errors import ParameterError
+
+    with pytest.raises(ParameterError, match=field):
+        getattr(jt, model)(**kwargs)
+
+
+def test_the_command_line_samples_the_concentrations(tmp_path, capsys):
+    """One switch for hdp, dpmm and dpmrm (--resample-concentrations, --prior-shape,
+    --prior-rate) reaches each estimator; a model without sampled concentrations refuses it;
+    a fit (hdp, which lacked the flag) saves a chain that sampled them."""
+    import jaxtopics as jt
+    from jaxtopics import cli
+
+    flags = ["--alpha", "30", "--resample-concentrations", "--prior-shape", "2", "--prior-rate",
+             "0.5"]
+    for model in ("dpmm", "dpmrm", "hdp"):
+        args = cli.build_parser().parse_args(["fit", "--model", model, "-i", "x", "-o", "y", *flags])
+        params = cli._estimator(args).params
+        assert (params.resample_concentrations, params.prior_shape, params.prior_rate,
+                params.alpha) == (True, 2.0, 0.5, 30.0), model
+    docs = tmp_path / "docs.txt"
+    docs.write_text("apple banana fruit\ncar engine road\napple fruit juice\nroad car\n" * 3)
+    status = cli.main(["fit", "--model", "hdp", "--input", str(docs), "--out", str(tmp_path / "h"),
+                       "--sweeps", "2", *flags, "--no-progress", "--devices", "1"])
+    assert status == 0, capsys.readouterr().err
+    m = jt.load(tmp_path / "h" / "model.jtm")
+    assert m.params.resample_concentrations is True and float(m.state.alpha) != 30.0
+    status = cli.main(["fit", "--model", "dmm", "--input", str(docs), "--out", str(tmp_path / "x"),
+                       "--resample-concentrations", "--no-progress", "--devices", "1"])
+    assert status == 2
+    assert "--resample-concentrations does not apply to --model dmm" in capsys.readouterr().err
