@@ -94,6 +94,30 @@ class _Estimator:
         ``devices="auto"``: every device of ``jax.devices()`` when this model's kernel can be
         sharded (on a CPU, first split it: ``jax.config.update("jax_num_cpu_devices",
         os.cpu_count())``), else one device.
+
+        Args:
+            corpus: the training Corpus.
+            num_sweeps: sweeps to run (0: the initial state).
+            seed: any integer; the chain is a function of it.
+            eval_every: sweeps between trace points (and one at the end).
+            progress: a progress bar; None: only when stderr is a terminal.
+            checkpoint_every, checkpoint_path: save the model every `checkpoint_every` sweeps.
+            devices: shard the documents over this many devices, "auto", or None (one device).
+
+        Returns:
+            The :class:`FittedModel` (``FittedHDP`` for HDP).
+
+        Raises:
+            CorpusError: a corpus the model cannot take (no sentences for Sentence-LDA, ...).
+            ParameterError: a bad setting, or a state that would not fit in memory.
+
+        Example:
+            >>> import jaxtopics as jt
+            >>> corpus = jt.Corpus.from_texts(["apple banana apple cherry", "car engine wheel car"] * 10)
+            >>> first = jt.LDA(num_topics=2).fit(corpus, num_sweeps=50, seed=0)
+            >>> again = jt.LDA(num_topics=2).fit(corpus, num_sweeps=50, seed=0)
+            >>> bool((first.assignments == again.assignments).all()), first.sweeps_done
+            (True, 50)
         """
         if not isinstance(corpus, Corpus):
             raise CorpusError(f"fit expects a jaxtopics.Corpus, got {type(corpus).__name__}")
@@ -135,10 +159,21 @@ class _Estimator:
         A model that grows its state (DPMM, DP-MRM, HDP), a multi-process run or
         ``num_sweeps=0`` runs the chains one after another (``fit``). One device.
 
-        Example::
+        Args:
+            corpus: the training Corpus.
+            num_sweeps: sweeps per chain.
+            seeds: one chain per seed.
+            eval_every: sweeps between trace points.
 
-            chains = jt.LDA(20).fit_chains(corpus, 500, seeds=range(4))
-            [m.log_joint_per_token() for m in chains]
+        Returns:
+            One FittedModel per seed, in the order of `seeds`.
+
+        Example:
+            >>> import jaxtopics as jt
+            >>> corpus = jt.Corpus.from_texts(["apple banana apple cherry", "car engine wheel car"] * 10)
+            >>> chains = jt.LDA(num_topics=2).fit_chains(corpus, num_sweeps=50, seeds=(0, 1))
+            >>> [chain.seed for chain in chains], [chain.sweeps_done for chain in chains]
+            ([0, 1], [50, 50])
         """
         seeds = [check_seed(s) for s in seeds]
         if not seeds:
@@ -226,6 +261,30 @@ class LDA(_Estimator):
     every ``optimize_every`` sweeps after ``burn_in``); the fitted ``alpha`` (a float, [K] when
     asymmetric) and ``beta`` are the values in use.
     See ``jaxtopics.models.lda`` for the kernels and their equations.
+
+    Args:
+        num_topics: K.
+        alpha: the symmetric doc-topic Dirichlet (the start, when learned).
+        beta: the symmetric topic-word Dirichlet (the start, when learned).
+        sampler: "parallel", "sequential" or "uncollapsed".
+        num_blocks: blocks per parallel sweep (its staleness is ~1/num_blocks of the corpus).
+        mh_steps: 0: exact draws; > 0: that many Metropolis-Hastings cycles per token.
+        chunk_size: tokens per chunk of a [tokens, K] working array.
+        init: "random" (uniform topics) or "incremental" (each block drawn given those before).
+        sync_every, exchange: sharded runs (above; ``jaxtopics.models.lda.Params``).
+        optimize_alpha: None (alpha stays as given), "symmetric" or "asymmetric": learn alpha.
+        optimize_beta: learn beta.
+        optimize_every, burn_in: sweeps between two updates; sweeps before the first.
+        optimizer: "minka" (Minka's fixed point) or "optax" (L-BFGS); ``jaxtopics.hyper``.
+
+    Example:
+        >>> import jaxtopics as jt
+        >>> corpus = jt.Corpus.from_texts(["apple banana apple cherry", "car engine wheel car"] * 10)
+        >>> model = jt.LDA(num_topics=2).fit(corpus, num_sweeps=50, seed=0)
+        >>> sorted(sorted(word for word, p in words) for words in model.top_words(3))
+        [['apple', 'banana', 'cherry'], ['car', 'engine', 'wheel']]
+        >>> model.doc_topic.shape, model.topic_word.shape
+        ((20, 2), (2, 6))
     """
 
     name = "lda"
@@ -258,6 +317,27 @@ class SentenceLDA(_Estimator):
     sentences-per-topic counts of the documents, beta from the topics' word counts; the fitted
     ``alpha`` (a float, [K] when asymmetric) and ``beta`` are the values in use.
     See ``jaxtopics.models.slda``.
+
+    Args:
+        num_topics: K.
+        alpha, beta: the symmetric doc-topic and topic-word Dirichlets.
+        sampler: "parallel" or "sequential".
+        num_blocks: blocks of sentences per parallel sweep.
+        chunk_size: sentences per chunk of a working array.
+        split_merge_steps: split-merge moves of two topics' sentences per sweep (0: none).
+        optimize_alpha: None (alpha stays as given), "symmetric" or "asymmetric": learn alpha.
+        optimize_beta: learn beta.
+        optimize_every, burn_in: sweeps between two updates; sweeps before the first.
+        optimizer: "minka" (Minka's fixed point) or "optax" (L-BFGS); ``jaxtopics.hyper``.
+
+    Example:
+        >>> import jaxtopics as jt
+        >>> corpus = jt.Corpus.from_texts(["Apple banana apple. Cherry apple fruit.",
+        ...                                "Car engine car. Wheel road car."] * 10, sentences=True)
+        >>> corpus.num_sentences
+        40
+        >>> jt.SentenceLDA(num_topics=2)             # then .fit(corpus, num_sweeps, seed)
+        SentenceLDA(num_topics=2, alpha=0.1, beta=0.01, sampler='parallel', ...)
     """
 
     name = "slda"
@@ -291,6 +371,24 @@ class PTM(_Estimator):
     pseudo-documents' topic counts, beta from the topics' word counts (lam stays fixed); the
     fitted ``alpha`` (a float, [K] when asymmetric) and ``beta`` are the values in use.
     See ``jaxtopics.models.ptm``.
+
+    Args:
+        num_topics: K.
+        num_pseudo_docs: P.
+        alpha, beta: the symmetric pseudo-document-topic and topic-word Dirichlets.
+        lam: the Dirichlet over pseudo-documents.
+        sampler: "parallel" or "sequential".
+        num_blocks: blocks of documents per parallel sweep.
+        chunk_size: tokens per chunk of a working array.
+        optimize_alpha: None (alpha stays as given), "symmetric" or "asymmetric": learn alpha.
+        optimize_beta: learn beta.
+        optimize_every, burn_in: sweeps between two updates; sweeps before the first.
+        optimizer: "minka" (Minka's fixed point) or "optax" (L-BFGS); ``jaxtopics.hyper``.
+
+    Example:
+        >>> import jaxtopics as jt
+        >>> jt.PTM(num_topics=2, num_pseudo_docs=4)     # then .fit(corpus, num_sweeps, seed)
+        PTM(num_topics=2, num_pseudo_docs=4, alpha=0.1, beta=0.01, lam=0.1, ...)
     """
 
     name = "ptm"
@@ -320,6 +418,22 @@ class DMM(_Estimator):
     ``labels`` [D], ``cluster_sizes`` [K], ``num_active_clusters``, ``cluster_weights`` [K],
     ``topic_word`` (phi [K, V]) and ``doc_topic`` (p(cluster | document) [D, K]).
     See ``jaxtopics.models.dmm`` for the equations.
+
+    Args:
+        num_clusters: K, the most clusters.
+        alpha: the symmetric Dirichlet over clusters.
+        beta: the symmetric Dirichlet over each cluster's words.
+        sampler: "parallel" or "sequential".
+        num_blocks: blocks of documents per parallel sweep.
+        chunk_size: slots per chunk of a working array.
+
+    Example:
+        >>> import jaxtopics as jt
+        >>> corpus = jt.Corpus.from_texts(["apple banana apple cherry", "car engine wheel car"] * 10)
+        >>> from jaxtopics import metrics
+        >>> model = jt.DMM(num_clusters=4).fit(corpus, num_sweeps=20, seed=0)
+        >>> model.num_active_clusters, round(metrics.nmi([0, 1] * 10, model.labels), 6)
+        (2, 1.0)
     """
 
     name = "dmm"
@@ -345,6 +459,27 @@ class DPMM(_Estimator):
     ``topic_word`` [C, V], ``doc_topic`` [D, C]. ``resample_concentrations=True`` draws alpha
     after every sweep (Escobar & West 1995; Gamma(prior_shape, prior_rate) prior), starting
     at ``alpha``; the fitted ``alpha`` is the value in use. See ``jaxtopics.models.dpmm``.
+
+    Args:
+        alpha: the DP concentration.
+        beta: the symmetric Dirichlet over each cluster's words.
+        sampler: "parallel" or "sequential".
+        num_blocks: blocks of documents per parallel sweep.
+        capacity: cluster slots of the initial state (grown by doubling when full).
+        init: "incremental" (GSDPMM's: the first sweep seats the documents one by one), "one"
+            (one cluster) or "random" (uniform over ``init_clusters`` clusters).
+        init_clusters: the clusters of ``init="random"``.
+        chunk_size: slots per chunk of a working array.
+        resample_concentrations: draw the concentrations after every sweep (the values given
+            are the starts).
+        prior_shape, prior_rate: their Gamma prior.
+
+    Example:
+        >>> import jaxtopics as jt
+        >>> corpus = jt.Corpus.from_texts(["apple banana apple cherry", "car engine wheel car"] * 10)
+        >>> model = jt.DPMM(alpha=1.0).fit(corpus, num_sweeps=20, seed=0)
+        >>> model.num_active_clusters, model.doc_topic.shape     # the two kinds of text
+        (2, (20, 2))
     """
 
     name = "dpmm"
@@ -366,7 +501,15 @@ class DPMM(_Estimator):
 
     def fit(self, corpus: Corpus, num_sweeps: int = 1000, *args: Any, **kwargs: Any) -> FittedModel:
         """``_Estimator.fit``; the "incremental" start seats the documents in the first sweep,
-        so it needs at least one (its state before that has no clusters to read out)."""
+        so it needs at least one (its state before that has no clusters to read out).
+
+        Args:
+            corpus: the training Corpus.
+            num_sweeps: sweeps to run (at least 1 with ``init="incremental"``).
+            *args, **kwargs: as in ``_Estimator.fit``.
+
+        Returns:
+            The FittedModel."""
         if self.params.init == "incremental" and not isinstance(num_sweeps, bool) and num_sweeps == 0:
             raise ParameterError("DPMM's incremental start (init='incremental', the default) seats "
                                  "the documents in the first sweep: fit at least 1 sweep, or "
@@ -392,6 +535,29 @@ class DPMRM(_Estimator):
     appendix A: documents' tables, labels' topics; Gamma(prior_shape, prior_rate) priors),
     starting at ``alpha`` and ``gamma``; the fitted ``alpha`` and ``gamma`` are the values in
     use. See ``jaxtopics.models.dpmrm``.
+
+    Args:
+        alpha: every document's DP concentration (over tables).
+        beta: the symmetric topic-word Dirichlet.
+        gamma: every label's DP concentration (over topics).
+        eta: the symmetric Dirichlet over a document's labels.
+        sampler: "parallel" or "sequential".
+        initial_topics: topics per label in the initial state.
+        num_blocks: blocks of documents per parallel sweep.
+        topic_capacity, table_capacity: initial slots (0: automatic; grown by doubling).
+        chunk_size: tokens per chunk of held-out likelihoods.
+        resample_concentrations: draw the concentrations after every sweep (the values given
+            are the starts).
+        prior_shape, prior_rate: their Gamma prior.
+
+    Example:
+        >>> import jaxtopics as jt
+        >>> corpus = jt.Corpus.from_texts(["apple banana apple cherry", "car engine wheel car"] * 10,
+        ...                               labels=[["fruit"], ["car"]] * 10)
+        >>> corpus.label_set(1)
+        ('car',)
+        >>> jt.DPMRM(alpha=1.0, gamma=1.0)             # then .fit(corpus, num_sweeps, seed)
+        DPMRM(alpha=1.0, beta=0.05, gamma=1.0, eta=1.0, sampler='parallel', ...)
     """
 
     name = "dpmrm"
@@ -419,8 +585,18 @@ class DPMRM(_Estimator):
                                       **sampled_concentrations.check(params))
 
     def fit(self, corpus: Corpus, *args: Any, **kwargs: Any) -> FittedModel:
-        """``_Estimator.fit`` after checking the corpus: label sets present, every label used
-        (on some process's documents, in a multi-process fit)."""
+        """``_Estimator.fit`` after checking the corpus.
+
+        Args:
+            corpus: the training Corpus: label sets present, every label used (on some
+                process's documents, in a multi-process fit).
+            *args, **kwargs: as in ``_Estimator.fit``.
+
+        Returns:
+            The FittedModel.
+
+        Raises:
+            CorpusError: a document without labels, or a label no document has."""
         if isinstance(corpus, Corpus):
             from .distributed import process_sum           # the identity in one process
             _on_every_process(lambda: dpmrm.check_label_sets(corpus))
@@ -440,6 +616,26 @@ class HDP(_Estimator):
     is kept at 1e-30).
     Fitted: ``num_active_topics``, ``topic_sizes``, ``topic_word`` / ``doc_topic`` over the active
     topics, ``to_lda()``. See ``jaxtopics.models.hdp`` for the kernels and their equations.
+
+    Args:
+        alpha: the document-level DP concentration.
+        gamma: the corpus-level DP concentration.
+        beta: the symmetric topic-word Dirichlet.
+        sampler: "parallel" or "sequential".
+        initial_topics: topics of the random initial state.
+        resample_concentrations: draw the concentrations after every sweep (the values given
+            are the starts).
+        prior_shape, prior_rate: their Gamma prior.
+        split_merge_steps: split-merge moves of topics per sweep (0: none).
+        num_blocks: token blocks per parallel sweep.
+        dish_groups: document groups of the parallel dish step.
+        topic_capacity, table_capacity: initial capacities (0: automatic; grown as needed).
+        chunk_size: tokens per chunk of the parallel dish step.
+
+    Example:
+        >>> import jaxtopics as jt
+        >>> jt.HDP(alpha=1.0, gamma=1.0)              # then .fit(corpus, num_sweeps, seed)
+        HDP(alpha=1.0, gamma=1.0, beta=0.05, sampler='parallel', initial_topics=1, ...)
     """
 
     name = "hdp"
