@@ -33,10 +33,10 @@ FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 #: the modules whose ``__all__`` is the public API (besides ``jaxtopics.__all__``)
 PUBLIC_MODULES = ("corpus", "fitted", "model_files", "selection", "evaluation", "metrics",
                   "coherence", "hyper", "learned_priors", "datasets", "text", "io", "processes",
-                  "distributed", "fit", "new_documents", "errors")
-#: public modules whose docstrings are still to be converted (issue 32), not checked yet: move one
-#: to PUBLIC_MODULES once converted (its names in jaxtopics.__all__ are then checked too)
-PENDING = ("estimators",)
+                  "distributed", "fit", "new_documents", "errors", "estimators")
+#: public modules whose docstrings are still to be converted, not checked yet: move one to
+#: PUBLIC_MODULES once converted (its names in jaxtopics.__all__ are then checked too)
+PENDING: tuple[str, ...] = ()
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -126,13 +126,17 @@ def _public_surface() -> dict[str, object]:
             return
         seen.add(id(obj))
         found[qualname] = obj
-        if inspect.isclass(obj):
-            for attr, value in vars(obj).items():
-                if attr.startswith("_") or not isinstance(value, (
-                        property, functools.cached_property, classmethod, staticmethod)) and not (
-                        inspect.isfunction(value)):
+        if inspect.isclass(obj):            # its public methods, inherited ones too (fit)
+            for klass in obj.__mro__:
+                if not klass.__module__.startswith("jaxtopics"):
                     continue
-                found[f"{qualname}.{attr}"] = value
+                for attr, value in vars(klass).items():
+                    if attr.startswith("_") or not isinstance(value, (
+                            property, functools.cached_property, classmethod, staticmethod)) and not (
+                            inspect.isfunction(value)) or id(value) in seen:
+                        continue
+                    seen.add(id(value))
+                    found[f"{qualname}.{attr}"] = value
 
     for short in PUBLIC_MODULES:
         module = importlib.import_module(f"jaxtopics.{short}")
