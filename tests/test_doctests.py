@@ -142,7 +142,7 @@ def _public_surface() -> dict[str, object]:
         module = importlib.import_module(f"jaxtopics.{short}")
         for name in module.__all__:
             obj = getattr(module, name)
-            if (inspect.isclass(obj) or callable(obj)) and getattr(obj, "__module__", None) == module.__name__:
+            if callable(obj) and getattr(obj, "__module__", None) == module.__name__:   # not re-exports
                 add(f"{short}.{name}", obj)
     for name in jaxtopics.__all__:
         obj = getattr(jaxtopics, name)
