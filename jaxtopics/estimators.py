@@ -417,7 +417,9 @@ class DMM(_Estimator):
     and "sequential" (exact collapsed Gibbs, one document at a time). Fitted read-outs:
     ``labels`` [D], ``cluster_sizes`` [K], ``num_active_clusters``, ``cluster_weights`` [K],
     ``topic_word`` (phi [K, V]) and ``doc_topic`` (p(cluster | document) [D, K]).
-    See ``jaxtopics.models.dmm`` for the equations.
+    Learned priors as LDA's: alpha from the cluster sizes, beta from the clusters' word
+    counts; the fitted ``alpha`` (a float, [K] when asymmetric) and ``beta`` are the values in
+    use. See ``jaxtopics.models.dmm`` for the equations.
 
     Args:
         num_clusters: K, the most clusters.
@@ -426,6 +428,10 @@ class DMM(_Estimator):
         sampler: "parallel" or "sequential".
         num_blocks: blocks of documents per parallel sweep.
         chunk_size: slots per chunk of a working array.
+        optimize_alpha: None (alpha stays as given), "symmetric" or "asymmetric": learn alpha.
+        optimize_beta: learn beta.
+        optimize_every, burn_in: sweeps between two updates; sweeps before the first.
+        optimizer: "minka" (Minka's fixed point) or "optax" (L-BFGS); ``jaxtopics.hyper``.
 
     Example:
         >>> import jaxtopics as jt
@@ -441,11 +447,14 @@ class DMM(_Estimator):
     options = MODEL_OPTIONS["dmm"]
 
     def __init__(self, num_clusters: int = 300, alpha: float = 0.1, beta: float = 0.1,
-                 sampler: str = "parallel", *, num_blocks: int = 64, chunk_size: int = 8192):
+                 sampler: str = "parallel", *, num_blocks: int = 64, chunk_size: int = 8192,
+                 optimize_alpha: str | None = None, optimize_beta: bool = False,
+                 optimize_every: int = 10, burn_in: int = 50, optimizer: str = "minka"):
         self.params = dmm.check_params(dmm.Params(
             num_clusters=num_clusters, alpha=_concentration(alpha, "alpha"),
             beta=_concentration(beta, "beta"), sampler=sampler, num_blocks=num_blocks,
-            chunk_size=chunk_size))
+            chunk_size=chunk_size, optimize_alpha=optimize_alpha, optimize_beta=optimize_beta,
+            optimize_every=optimize_every, burn_in=burn_in, optimizer=optimizer))
 
 
 class DPMM(_Estimator):

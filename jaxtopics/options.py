@@ -65,17 +65,20 @@ CONCENTRATIONS = (
            "sampled concentrations: rate of their Gamma prior (hdp, dpmm, dpmrm; default 1)"))
 # learned Dirichlet priors (``jaxtopics.learned_priors``), the same flags for lda, slda and ptm
 OPTIMIZE_ALPHA = Option("--optimize-alpha", "optimize_alpha", str,
-                        "learn alpha from the chain (lda, slda, ptm): one value (symmetric) or one "
-                        "per topic (asymmetric); --alpha is the start",
+                        "learn alpha from the chain (lda, slda, ptm, dmm): one value (symmetric) or one "
+                        "per topic or cluster (asymmetric); --alpha is the start",
                         choices=("symmetric", "asymmetric"))
 OPTIMIZE_BETA = Option("--optimize-beta", "optimize_beta", bool,
-                       "learn the symmetric beta from the chain (lda, slda, ptm); --beta is the "
+                       "learn the symmetric beta from the chain (lda, slda, ptm, dmm); --beta is the "
                        "start")
 OPTIMIZE_EVERY = Option("--optimize-every", "optimize_every", int,
-                        "learned priors: sweeps between updates (lda, slda, ptm; default 10)")
+                        "learned priors: sweeps between updates (lda, slda, ptm, dmm; default 10)")
 BURN_IN = Option("--burn-in", "burn_in", int,
-                 "learned priors: sweeps before the first update (lda, slda, ptm; default 50)")
-LEARNED_PRIORS = (OPTIMIZE_ALPHA, OPTIMIZE_BETA, OPTIMIZE_EVERY, BURN_IN)
+                 "learned priors: sweeps before the first update (lda, slda, ptm, dmm; default 50)")
+OPTIMIZER = Option("--optimizer", "optimizer", str,
+                   "learned priors: minka (Minka's fixed point, the default) or optax (L-BFGS on "
+                   "the same evidence)", choices=("minka", "optax"))
+LEARNED_PRIORS = (OPTIMIZE_ALPHA, OPTIMIZE_BETA, OPTIMIZE_EVERY, BURN_IN, OPTIMIZER)
 
 #: model name (``--model``) -> its own options, beyond SHARED_OPTIONS
 MODEL_OPTIONS: dict[str, tuple[Option, ...]] = {
@@ -101,7 +104,7 @@ MODEL_OPTIONS: dict[str, tuple[Option, ...]] = {
               INITIAL_TOPICS, NUM_BLOCKS, *CONCENTRATIONS),
     "dmm": (Option("--num-clusters", "num_clusters", int,
                    "K, the largest number of clusters (DMM)"),
-            NUM_BLOCKS),
+            NUM_BLOCKS, *LEARNED_PRIORS),
     "dpmm": (Option("--capacity", "capacity", int,
                     "starting number of cluster slots, grown when full (DPMM)"),
              NUM_BLOCKS, *CONCENTRATIONS),

@@ -218,9 +218,9 @@ def test_negative_control_topicmodel4j_k_alpha_is_rejected(monkeypatch) -> None:
     post = _enum(name).posterior()
     wrong = _enum(name, k_alpha_bug=True).posterior()
 
-    def k_alpha(others, params):
-        return (jnp.log(others.astype(jnp.float32) + params.alpha)
-                - jnp.log(d - 1 + jnp.arange(others.shape[-1]) * params.alpha))
+    def k_alpha(others, alpha):
+        return (jnp.log(others.astype(jnp.float32) + alpha)
+                - jnp.log(d - 1 + jnp.arange(others.shape[-1]) * alpha))
 
     counts = _patched_counts(monkeypatch, name, "prior_log_weight", k_alpha, c["chains"], 8)
     assert _tv(wrong, post) > 3 * _tv_bound(post, c["chains"], FAMILY_ALPHA / 2)

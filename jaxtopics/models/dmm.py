@@ -44,6 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from .. import learned_priors
 from ..corpus import Corpus
 from ..errors import ParameterError
 from ..validate import (ANY_LENGTH, MAX_BLOCKS, array_spec, check_int, count_problem, latent_problem,
@@ -65,7 +66,8 @@ from ..ops import (
 from .base import Sharding
 
 __all__ = [
-    "Params", "State", "Data", "SweepInfo", "SAMPLERS",
+    "Params", "State", "Clusters", "Data", "SweepInfo", "SAMPLERS", "learn", "learns",
+    "traced_priors", "recount_clusters",
     "check_params", "check_state", "prepare", "init", "state_from_assignments", "sweep", "log_joint",
     "estimate", "fold_in", "assignments", "rebuild", "blocked_sweep", "doc_log_predictive",
     "prior_log_weight", "MAX_TABLE_CELLS", "shard_sizes", "pad_shard", "recount_shard",
@@ -77,7 +79,12 @@ MAX_TABLE_CELLS = 2**31 - 1
 #: ``jaxtopics.distributed`` can shard this model's ``parallel`` kernel over devices
 #: (per-shard State fields along the shard's documents; cluster_docs, word_cluster and
 #: cluster_tokens are the global tables)
-SHARDING = Sharding(fields={"z": "docs", "doc_items": "docs", "doc_counts": "docs"})
+SHARDING = Sharding(fields={"z": "docs", "doc_items": "docs", "doc_counts": "docs"},
+                    replicated=("alpha", "beta"))
+#: parameters added after model files were written, with the values those chains ran with
+PARAMS_ADDED_LATER = dict(learned_priors.DEFAULTS)
+#: State fields added after model files were written: the Params' priors they ran with
+STATE_ADDED_LATER = learned_priors.state_added_later(lambda params: params.num_clusters)
 
 
 #: ``SweepInfo.changed`` counts documents (the trace divides it by the number of documents)
@@ -92,6 +99,9 @@ class Params(NamedTuple):
     cluster's words. sampler: "parallel" | "sequential". num_blocks: blocks of documents per
     parallel sweep. chunk_size: (document x distinct word) slots per chunk wherever a
     [documents, words, K] working array is needed.
+    optimize_alpha, optimize_beta, optimize_every, burn_in, optimizer: learned priors
+    (``jaxtopics.learned_priors``, as LDA's): alpha maximises the Dirichlet-multinomial evidence
+    of the cluster sizes m_k (one group of D documents), beta that of the clusters' word counts.
     """
 
     num_clusters: int
@@ -100,6 +110,11 @@ class Params(NamedTuple):
     sampler: str = "parallel"
     num_blocks: int = 64
     chunk_size: int = 8192
+    optimize_alpha: str | None = None
+    optimize_beta: bool = False
+    optimize_every: int = 10
+    burn_in: int = 50
+    optimizer: str = "minka"
 
 
 class Data(NamedTuple):
@@ -122,10 +137,11 @@ class Data(NamedTuple):
     word_freq: Array
 
 
-class State(NamedTuple):
-    """Chain state. z [D+1] int32 cluster of each document (slot D: dummy, always 0);
-    cluster_docs [K], word_cluster [V, K], cluster_tokens [K] int32 counts consistent with z;
-    doc_items, doc_counts [D+1, M]: the documents' distinct words (constant, for read-outs)."""
+class Clusters(NamedTuple):
+    """The clustering DMM and DPMM share. z [D+1] int32 cluster of each document (slot D:
+    dummy, always 0); cluster_docs [K], word_cluster [V, K], cluster_tokens [K] int32 counts
+    consistent with z; doc_items, doc_counts [D+1, M]: the documents' distinct words
+    (constant, for read-outs)."""
 
     z: Array
     cluster_docs: Array
@@ -133,6 +149,28 @@ class State(NamedTuple):
     cluster_tokens: Array
     doc_items: Array
     doc_counts: Array
+
+
+class State(NamedTuple):
+    """DMM's chain state: the :class:`Clusters` fields and the priors in use, alpha [K] float32
+    (all equal unless learned asymmetric) and beta [] float32 (``learned_priors``)."""
+
+    z: Array
+    cluster_docs: Array
+    word_cluster: Array
+    cluster_tokens: Array
+    doc_items: Array
+    doc_counts: Array
+    alpha: Array
+    beta: Array
+
+
+def _with_priors(clusters: Clusters, alpha: Array, beta: Array) -> State:
+    return State(*clusters, alpha=alpha, beta=beta)
+
+
+_priors = learned_priors.in_use
+learns = learned_priors.learns
 
 
 class SweepInfo(NamedTuple):
@@ -169,7 +207,7 @@ def check_params(params: Params) -> Params:
         raise ParameterError(f"sampler must be one of {SAMPLERS}, got {params.sampler!r}")
     check_int(params.num_blocks, "num_blocks", low=1, high=MAX_BLOCKS)
     _positive_int(params, "chunk_size")
-    return params
+    return params._replace(**learned_priors.check(params))
 
 
 def check_table(num_words: int, num_clusters: int, field: str) -> None:
@@ -210,7 +248,7 @@ def _sizes(data: Data) -> tuple[int, int, int]:
 
 @partial(jax.jit, static_argnames=("params", "capacity"))
 def state_from_assignments(z: Array, data: Data, params: NamedTuple,
-                           capacity: int | None = None) -> State:
+                           capacity: int | None = None) -> Clusters:
     """The state with clusters z [D] and its count tables (K = `capacity` or num_clusters;
     z = -1: a document in no cluster). Jitted (params and capacity static)."""
     d, _, num_words = _sizes(data)
@@ -218,7 +256,7 @@ def state_from_assignments(z: Array, data: Data, params: NamedTuple,
     z = jnp.append(jnp.asarray(z, jnp.int32), 0)
     counted = ((jnp.arange(d + 1) < d) & (z >= 0)).astype(jnp.int32)   # z = -1: unassigned
     col = jnp.maximum(z, 0)
-    return State(
+    return Clusters(
         z=z,
         cluster_docs=jnp.zeros((k,), jnp.int32).at[col].add(counted),
         word_cluster=jnp.zeros((num_words, k), jnp.int32).at[
@@ -232,8 +270,9 @@ def state_from_assignments(z: Array, data: Data, params: NamedTuple,
 def init(key: Array, data: Data, params: Params) -> State:
     """Uniform random clusters (GSDMM's initialisation)."""
     d, _, _ = _sizes(data)
-    return state_from_assignments(jax.random.randint(key, (d,), 0, params.num_clusters), data,
-                                  params)
+    return _with_priors(state_from_assignments(jax.random.randint(key, (d,), 0, params.num_clusters),
+                                               data, params),
+                        *learned_priors.initial_traced(params, params.num_clusters))
 
 
 # --------------------------------------------------------------------------------------------
@@ -340,23 +379,24 @@ def readout_rows(width: int, clusters: int) -> int:
     return max(1, READOUT_CELLS // max(width * clusters, 1))
 
 
-def prior_log_weight(others: Array, params: Params) -> Array:
-    """log of (24)'s first factor, m_k,-m + alpha, from `others` = m_k,-m [..., K]; the
-    denominator M - 1 + K alpha is the same for every k and cancels."""
-    return jnp.log(others.astype(jnp.float32) + params.alpha)
+def prior_log_weight(others: Array, alpha: Array | float) -> Array:
+    """log of (24)'s first factor, m_k,-m + alpha_k, from `others` = m_k,-m [..., K] (alpha a
+    scalar, or [K] when learned asymmetric); the denominator M - 1 + sum_k alpha_k is the same
+    for every k and cancels."""
+    return jnp.log(others.astype(jnp.float32) + alpha)
 
 
 def _settle(st: State, docs, items, counts, length, old, valid, u, data: Data, params: Params,
             axis_name: str | None = None):
     """One DMM block: every document draws from (24) against the block-start counts (the global
     tables then take the moves of every shard of a sharded sweep)."""
-    b = params.beta
+    a, b = _priors(st, params)
     cmax = data.count_range.shape[0]
 
     def draw(c):
         uc, it, cn, ln, ol = c
         here = jnp.arange(params.num_clusters)[None, :] == ol[:, None]
-        prior = prior_log_weight(st.cluster_docs[None, :] - here.astype(jnp.int32), params)
+        prior = prior_log_weight(st.cluster_docs[None, :] - here.astype(jnp.int32), a)
         return categorical_logits(uc, prior + doc_log_predictive(st, it, cn, ln, ol, b, cmax))
 
     new = chunked_map(draw, (u[0], items, counts, length, old), chunk_docs(params, data))
@@ -413,12 +453,17 @@ def pad_shard(data: Data, sizes: dict[str, int]) -> Data:
                 word_freq=np.asarray(data.word_freq))
 
 
-def recount_shard(state: State, data: Data, params: NamedTuple, sizes: dict) -> State:
+def recount_clusters(state: Clusters, data: Data, params: NamedTuple, sizes: dict) -> Clusters:
     """A shard's tables recounted from z; padding documents (>= sizes["docs"]) get z = -1 (in no
     cluster, counted nowhere). The capacity is the state's."""
     d = data.items.shape[0] - 1
     z = jnp.where(jnp.arange(d) < sizes["docs"], state.z[:d], -1)
     return state_from_assignments(z, data, params, state.cluster_docs.shape[0])
+
+
+def recount_shard(state: State, data: Data, params: NamedTuple, sizes: dict) -> State:
+    """:func:`recount_clusters`, the priors kept."""
+    return _with_priors(recount_clusters(state, data, params, sizes), state.alpha, state.beta)
 
 
 # --------------------------------------------------------------------------------------------
@@ -427,8 +472,9 @@ def recount_shard(state: State, data: Data, params: NamedTuple, sizes: dict) -> 
 
 def log_joint(state: State, data: Data, params: Params) -> Array:
     """Collapsed log p(d, z) = log DirMult(m_. | alpha) + sum_k log DirMult(n_k. | beta)."""
-    return (dirichlet_multinomial_log_evidence(state.cluster_docs[None, :], params.alpha)
-            + dirichlet_multinomial_log_evidence(state.word_cluster, params.beta, axis=0))
+    alpha, beta = _priors(state, params)
+    return (dirichlet_multinomial_log_evidence(state.cluster_docs[None, :], alpha)
+            + dirichlet_multinomial_log_evidence(state.word_cluster, beta, axis=0))
 
 
 @partial(jax.jit, static_argnames=("params",))
@@ -445,52 +491,66 @@ def _conditionals(state: State, params: Params, items: Array, counts: Array, len
 def _chunk_conditionals(state: State, params: Params, items: Array, counts: Array,
                         length: Array, old: Array, own: Array) -> Array:
     k = params.num_clusters
+    alpha, beta = _priors(state, params)
     here = (jnp.arange(k)[None, :] == old[:, None]) & own[:, None]
-    logits = (prior_log_weight(state.cluster_docs[None, :] - here.astype(jnp.int32), params)
-              + doc_log_predictive(state, items, counts, length, old, params.beta, None, own))
+    logits = (prior_log_weight(state.cluster_docs[None, :] - here.astype(jnp.int32), alpha)
+              + doc_log_predictive(state, items, counts, length, old, beta, None, own))
     return jax.nn.softmax(logits, axis=-1)
 
 
-@partial(jax.jit, static_argnames=("params",))
 def estimate(state: State, params: Params) -> dict[str, Array]:
+    """:func:`_estimate` (jitted) and the priors in use, "alpha" and "beta" (the Params' floats
+    unless learned)."""
+    alpha, beta = _priors(state, params)
+    return {**_estimate(state, params), "alpha": alpha, "beta": beta}
+
+
+@partial(jax.jit, static_argnames=("params",))
+def _estimate(state: State, params: Params) -> dict[str, Array]:
     """Point estimates and read-outs (jitted, params static).
 
     theta [D, K]: p(z_m = k | z_-m, d), (24) normalised (the document's soft clustering);
     phi [K, V]: (n_k^v + beta) / (n_k + V beta) (eq. 26); labels [D]: z; cluster_sizes [K]:
     documents per cluster; num_active_clusters: clusters holding a document; cluster_weights
-    [K]: (m_k + alpha) / (D + K alpha) (eq. 25).
+    [K]: (m_k + alpha_k) / (D + sum_k alpha_k) (eq. 25).
     """
     k = params.num_clusters
     v = state.word_cluster.shape[0]
     d = state.z.shape[0] - 1
     z = state.z[:d]
     length = state.doc_counts[:d].sum(1)
+    alpha, beta = _priors(state, params)
     theta = _conditionals(state, params, state.doc_items[:d], state.doc_counts[:d], length, z, True)
-    phi = (state.word_cluster.T + params.beta) / (state.cluster_tokens[:, None] + v * params.beta)
+    phi = (state.word_cluster.T + beta) / (state.cluster_tokens[:, None] + v * beta)
+    total = k * alpha if jnp.ndim(alpha) == 0 else jnp.sum(alpha)
     return {"theta": theta, "phi": phi, "labels": z, "cluster_sizes": state.cluster_docs,
             "num_active_clusters": jnp.sum(state.cluster_docs > 0, dtype=jnp.int32),
-            "cluster_weights": (state.cluster_docs + params.alpha) / (d + k * params.alpha)}
+            "cluster_weights": (state.cluster_docs + alpha) / (d + total)}
 
 
 def state_shapes(params: Params, num_tokens: int, num_docs: int, num_words: int) -> State:
     """The shape and dtype of every State array (checked when a model file is read)."""
-    return layout_shapes(params.num_clusters, num_docs, num_words)
+    return _with_priors(layout_shapes(params.num_clusters, num_docs, num_words),
+                        array_spec(params.num_clusters, dtype=np.float32),
+                        array_spec(dtype=np.float32))
 
 
-def layout_shapes(clusters: int, num_docs: int, num_words: int) -> State:
+def layout_shapes(clusters: int, num_docs: int, num_words: int) -> Clusters:
     """DMM's State shapes with `clusters` slots (DPMM: ``same_length(0)``, a capacity);
     the documents' distinct-word slots M are a second shared length."""
     d1 = num_docs + 1 if num_docs >= 0 else ANY_LENGTH
     items = array_spec(d1, same_length(1))
-    return State(z=array_spec(d1), cluster_docs=array_spec(clusters),
+    return Clusters(z=array_spec(d1), cluster_docs=array_spec(clusters),
                  word_cluster=array_spec(num_words, clusters), cluster_tokens=array_spec(clusters),
                  doc_items=items, doc_counts=items)
 
 def check_state(state: State, params: Params) -> str | None:
     """What is out of range in a state read from a file (host arrays), or None: clusters z in
     [0, K) with the dummy slot 0, the documents' words in [0, V), counts non-negative, and the
-    count tables equal to their recount from z and the documents' words."""
-    return check_layout(state, params.num_clusters)
+    count tables equal to their recount from z and the documents' words; the priors finite,
+    positive and the Params' unless learned."""
+    return (learned_priors.state_problem(state, params, params.num_clusters)
+            or check_layout(state, params.num_clusters))
 
 
 def check_layout(state: State, num_clusters: int, unseated: bool = False) -> str | None:
@@ -532,7 +592,9 @@ def state_tokens(state: State) -> int:
 def rebuild(state: State, data: Data, params: Params) -> State:
     """The state with its count tables recounted from z (after loading a file)."""
     d, _, _ = _sizes(data)
-    return state_from_assignments(state.z[:d], data, params, state.cluster_docs.shape[0])
+    return _with_priors(state_from_assignments(state.z[:d], data, params,
+                                               state.cluster_docs.shape[0]),
+                        state.alpha, state.beta)
 
 
 def assignments(state: State) -> np.ndarray:
@@ -555,13 +617,15 @@ def held_out_exact(state: State, new_data: Data, params: Params) -> Array:
     if new_data.items.size and int(jnp.max(new_data.items)) >= state.word_cluster.shape[0]:
         raise ParameterError("held_out_exact: new documents use word ids outside the fitted vocabulary")
     fitted = state.z.shape[0] - 1
-    log_norm = jnp.log(jnp.float32(fitted + params.num_clusters * params.alpha))
+    alpha, beta = _priors(state, params)
+    total = params.num_clusters * alpha if jnp.ndim(alpha) == 0 else jnp.sum(alpha)
+    log_norm = jnp.log(jnp.float32(fitted) + total)
 
     def chunk(xs):
         items, counts, length = xs
         none = jnp.zeros(length.shape, jnp.int32)
-        logits = (prior_log_weight(state.cluster_docs[None, :], params)
-                  + doc_log_predictive(state, items, counts, length, none, params.beta, None,
+        logits = (prior_log_weight(state.cluster_docs[None, :], alpha)
+                  + doc_log_predictive(state, items, counts, length, none, beta, None,
                                        jnp.zeros(length.shape, bool)))
         return jax.nn.logsumexp(logits, axis=-1) - log_norm
 
@@ -578,3 +642,22 @@ def fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps
         raise ParameterError("fold_in: new documents use word ids outside the fitted vocabulary")
     return _conditionals(state, params, new_data.items[:d], new_data.counts[:d],
                          new_data.length[:d], jnp.zeros((d,), jnp.int32), False)
+
+
+# --------------------------------------------------------------------------------------------
+# learned priors
+
+
+def learn(state: State, data: Data, params: Params, t: Array,
+          axis_name: str | None = None) -> State:
+    """The state after sweep `t` with its priors re-fitted where the chain learns them
+    (``learned_priors.refit``): alpha from the cluster sizes m_k (one group of D documents),
+    beta from the clusters' word counts. Both tables are global (whole on every shard), so a
+    sharded chain computes the same priors on every shard without a sum."""
+    return learned_priors.refit(state, params, t, lambda: state.cluster_docs[None, :],
+                                state.word_cluster, alpha_axis=-1, beta_axis=0)
+
+
+def traced_priors(state: State, params: Params) -> dict[str, Array]:
+    """The learned priors the trace records ({} when the chain learns none)."""
+    return learned_priors.traced(state, params)

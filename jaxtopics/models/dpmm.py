@@ -196,7 +196,7 @@ def check_params(params: Params) -> Params:
     return params
 
 
-def _with_alpha(state: dmm.State, alpha) -> State:
+def _with_alpha(state: dmm.Clusters, alpha) -> State:
     """DMM's state (``dmm.state_from_assignments``) with the concentration `alpha`."""
     return State(*state, alpha=jnp.asarray(alpha, jnp.float32))
 
@@ -340,7 +340,7 @@ def traced_priors(state: State, params: Params) -> dict[str, Array]:
 
 def recount_shard(state: State, data: Data, params: Params, sizes: dict) -> State:
     """DMM's ``recount_shard`` (padding documents in no cluster); alpha is the chain's."""
-    return _with_alpha(dmm.recount_shard(state, data, params, sizes), state.alpha)
+    return _with_alpha(dmm.recount_clusters(state, data, params, sizes), state.alpha)
 
 
 def grow(state: State, data: Data, params: Params) -> State:
