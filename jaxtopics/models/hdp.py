@@ -908,12 +908,11 @@ def check_state(state: State, params: Params) -> str | None:
     """What is out of range in a state read from a file (host arrays), or None: table slots t
     in [0, T) and topics z in [0, K) with their dummy slots 0, dishes in [0, K), counts
     non-negative (``resume`` recounts the tables from the seating), the concentrations alpha
-    and gamma (sampled with ``resample_concentrations``) finite and > 0."""
+    and gamma finite and > 0, the Params' values unless sampled (``resample_concentrations``)."""
     t_cap, k_cap = np.shape(state.table_count)[1], np.shape(state.word_topic)[1]
-    for name in ("alpha", "gamma"):
-        value = np.asarray(getattr(state, name))
-        if value.shape != () or not np.isfinite(value) or value <= 0:
-            return f"{name} must be a finite number > 0, got {value!r}"
+    problem = sampled_concentrations.state_problem(state, params, ("alpha", "gamma"))
+    if problem:
+        return problem
     return (latent_problem("t", state.t, t_cap, dummy_slot=True)
             or latent_problem("z", state.z, k_cap, dummy_slot=True)
             or latent_problem("table_topic", state.table_topic, k_cap)
