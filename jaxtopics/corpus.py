@@ -27,7 +27,7 @@ import numpy as np
 from . import fingerprint as _fp
 from . import io as _io
 from .corpus_checks import (_as_int_value, _check_frac_or_count, _encode_labels, _frozen,
-                            _gold_labels, _int_array, _is_label_sets, _label_sets_csr,
+                            _gold_labels, _int_array, _is_label_sets, _iterable, _label_sets_csr,
                             _require_documents, _shown, _str_tuple)
 from .errors import CorpusError, EmptyDocumentError, ParameterError
 from .text import ENGLISH_STOP_WORDS, TextOptions, default_tokenizer, split_sentences
@@ -540,7 +540,7 @@ class Corpus:
             labels=labels,
             doc_names=doc_names,
             text_options=text_options,
-            label_names=None if label_names is None else tuple(label_names),
+            label_names=None if label_names is None else _str_tuple(label_names, "label_names"),
         )
 
     @classmethod
@@ -577,6 +577,7 @@ class Corpus:
             raise ParameterError(f"unknown must be 'error' or 'drop', got {unknown!r}")
         if isinstance(docs, (str, bytes)):
             raise CorpusError("docs must be an iterable of token lists, got a single string")
+        _iterable(docs, "docs must be an iterable of token lists")
         if vocab is None:
             word_to_id: dict[str, int] = {}
             grow = True
@@ -658,7 +659,7 @@ class Corpus:
             else None,
             labels=labels,
             doc_names=doc_names,
-            label_names=None if label_names is None else tuple(label_names),
+            label_names=None if label_names is None else _str_tuple(label_names, "label_names"),
         )
 
     @staticmethod
@@ -716,6 +717,7 @@ class Corpus:
         """
         if isinstance(texts, (str, bytes)):
             raise CorpusError("texts must be an iterable of str, got a single string")
+        _iterable(texts, "texts must be an iterable of str")
         options = TextOptions.make(tokenizer, lowercase, stop_words, min_length)
         _check_frac_or_count(min_df, "min_df")
         _check_frac_or_count(max_df, "max_df")
@@ -799,6 +801,7 @@ class Corpus:
         """
         if isinstance(docs, (str, bytes)):
             raise CorpusError("docs must be an iterable of (word_id, count) lists")
+        _iterable(docs, "docs must be an iterable of (word_id, count) lists")
         if num_words is not None:
             if (isinstance(num_words, (bool, np.bool_))
                     or not isinstance(num_words, (int, np.integer)) or num_words < 0):

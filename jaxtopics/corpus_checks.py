@@ -77,6 +77,16 @@ def _int_array(x: Any, dtype: type[np.integer], name: str) -> np.ndarray:
     return out
 
 
+def _iterable(x: Any, what: str) -> Any:
+    """`x` itself when it can be iterated (a generator is not consumed); else a CorpusError
+    naming `what` it must be and the type it is."""
+    try:
+        iter(x)
+    except TypeError:
+        raise CorpusError(f"{what}, got {type(x).__name__}") from None
+    return x
+
+
 def _frozen(arr: np.ndarray) -> np.ndarray:
     arr.flags.writeable = False
     return arr
@@ -149,8 +159,8 @@ def _gold_labels(labels: Any) -> np.ndarray:
         if not (isinstance(v, str) or _as_int_value(v) is not None):
             raise CorpusError(f"labels[{d}] = {v!r}: the label of document {d} must be an "
                               f"integer or a string (every document needs one)")
-    if not any(isinstance(v, str) for v in items):
-        return _int_array(items, np.int64, "labels")           # ints kept (range checked)
+    if not any(isinstance(v, str) for v in items):             # ints kept (range checked),
+        return _int_array([_as_int_value(v) for v in items], np.int64, "labels")  # never via float
     return _frozen(np.asarray(_encode_labels(items), np.int64))
 
 

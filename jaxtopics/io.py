@@ -191,7 +191,7 @@ def read_ldac(path: PathLike, num_words: int | None = None,
             raise _ldac_diagnose(line, path, i + 1)
         body = m.group(2)
         n = body.count(":")
-        declared = int(m.group(1))
+        declared = _decimal(m.group(1))
         if declared != n:
             raise FormatError(
                 f"line declares {declared} distinct words but holds {n} id:count pairs",
@@ -204,10 +204,13 @@ def read_ldac(path: PathLike, num_words: int | None = None,
     pair_end = np.cumsum(npairs)
     try:
         vals = np.array(flat, dtype=np.int64) if flat else np.zeros(0, dtype=np.int64)
-    except (OverflowError, ValueError):  # a number beyond int64: find it for the message
-        k = next(j for j, s in enumerate(flat) if len(s) > 18 and int(s) > _INT32_MAX)
-        line = int(np.searchsorted(pair_end, k // 2, side="right")) + 1 + first
-        raise FormatError(f"number {flat[k]} is too large", path, line) from None
+    except (OverflowError, ValueError):  # a number beyond int64 (or of thousands of digits)
+        values = [_decimal(s) for s in flat]
+        k = next((j for j, v in enumerate(values) if v > _INT64_MAX), None)
+        if k is not None:
+            line = int(np.searchsorted(pair_end, k // 2, side="right")) + 1 + first
+            raise FormatError(f"number {_number_text(flat[k])} is too large", path, line) from None
+        vals = np.array(values, dtype=np.int64)     # long only by leading zeros
     ids, counts = vals[0::2], vals[1::2]
     for what, col in (("word id", ids), ("count", counts)):
         if col.size and col.max() > _INT32_MAX:
@@ -247,10 +250,21 @@ def _check_distinct_ids(ids: np.ndarray, npairs: np.ndarray, path: PathLike, fir
 
 def ldac_doc_tokens(path: PathLike) -> np.ndarray:
     """Tokens of every document of an LDA-C file ([D] int64), without building token arrays
-    (used to balance a multi-process fit by tokens)."""
+    (used to balance a multi-process fit by tokens).
+
+    Raises:
+        FormatError: a line that is not ``N id:count ...`` (path:line), as :func:`read_ldac`
+            says it (the other checks are read_ldac's)."""
     out = []
-    for line in _lines(_read_text(path)):
-        out.append(sum(int(p.rsplit(":", 1)[1]) for p in line.split()[1:] if ":" in p))
+    for i, line in enumerate(_lines(_read_text(path))):
+        m = _LDAC_LINE.fullmatch(line)
+        if m is None:      # a bad line: the error read_ldac gives (naming the file and line)
+            raise _ldac_diagnose(line, path, i + 1)
+        tokens = sum(_decimal(p.rsplit(":", 1)[1]) for p in m.group(2).split())
+        if tokens > _MAX_TOKENS:
+            raise FormatError(f"the counts add up to more than {_MAX_TOKENS} tokens (the most a "
+                              "corpus holds)", path, i + 1)
+        out.append(tokens)
     return np.asarray(out, dtype=np.int64)
 
 
@@ -323,17 +337,31 @@ def _uci_row(line: str, path: PathLike, lineno: int) -> tuple[int, int, int]:
         raise FormatError(f"expected 'docID wordID count', got {line[:80]!r}", path, lineno)
     out = []
     for what, s in zip(("docID", "wordID", "count"), parts):
-        try:
-            v = int(s)
-        except ValueError:
-            raise FormatError(f"{what} {s!r} is not an integer", path, lineno) from None
-        if v > _INT32_MAX:
-            raise FormatError(f"{what} {v} is too large", path, lineno)
+        if not _UCI_INT.fullmatch(s):          # int() would also read "1_0", "+1", "\u0661"
+            raise FormatError(f"{what} {s!r} is not an integer", path, lineno)
+        v = _decimal(s)
+        if not -_INT32_MAX <= v <= _INT32_MAX:
+            why = "is too large" if v > 0 else "is out of range"
+            raise FormatError(f"{what} {_number_text(s)} {why}", path, lineno)
         out.append(v)
     return out[0], out[1], out[2]
 
 
+def _decimal(s: str) -> int:
+    """The value of a decimal string of ASCII digits (a leading "-" allowed); one of more
+    digits than Python converts (4300) reads as +-10**30, beyond every bound checked after."""
+    sign = -1 if s.startswith("-") else 1
+    digits = s.lstrip("-").lstrip("0")          # leading zeros count in Python's limit too
+    return sign * (10**30 if len(digits) > 30 else int(digits or "0"))
+
+
+def _number_text(s: str) -> str:
+    """A number for a message: a long one shortened, saying how many digits it has."""
+    return s if len(s) <= 40 else f"{s[:20]}... ({len(s)} digits)"
+
+
 _UCI_LINE = re.compile(r"^[ \t]*\d+[ \t]+\d+[ \t]+\d+[ \t]*$", re.ASCII | re.MULTILINE)
+_UCI_INT = re.compile(r"-?[0-9]+")        # a negative one gets its own message
 
 
 #: the most documents a UCI header may declare beyond the last docID of its entries (empty
@@ -364,16 +392,17 @@ def read_uci(
         )
     header = []
     for i, name in enumerate(("D (number of documents)", "W (vocabulary size)", "NNZ")):
-        try:
-            v = int(lines[i].strip())
-        except ValueError:
+        if not _UCI_INT.fullmatch(lines[i].strip()):
             raise FormatError(
                 f"header {name} must be an integer, got {lines[i][:40]!r}", docword_path, i + 1
-            ) from None
+            )
+        v = _decimal(lines[i].strip())
         if v < 0:
-            raise FormatError(f"header {name} is negative ({v})", docword_path, i + 1)
+            raise FormatError(f"header {name} is negative ({_number_text(lines[i].strip())})",
+                              docword_path, i + 1)
         if v > _INT32_MAX:
-            raise FormatError(f"header {name} = {v} is too large", docword_path, i + 1)
+            raise FormatError(f"header {name} = {_number_text(lines[i].strip())} is too large",
+                              docword_path, i + 1)
         header.append(v)
     num_docs, num_words, nnz = header
     body = lines[3:]
@@ -505,6 +534,8 @@ def read_jsonl(
         except RecursionError:
             raise FormatError("JSON nested too deeply to read (expected one flat object per "
                               "line)", path, i + 1) from None
+        except ValueError as e:       # e.g. an integer of more digits than Python converts
+            raise FormatError(f"unreadable JSON: {e}", path, i + 1) from None
         if not isinstance(obj, dict):
             raise FormatError(
                 f"expected a JSON object, got {type(obj).__name__}", path, i + 1

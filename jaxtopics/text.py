@@ -117,7 +117,8 @@ def split_sentences(text: str) -> list[str]:
 
 class TextOptions(NamedTuple):
     """How :meth:`Corpus.from_texts` turns one text into tokens: NFC-normalise, tokenize,
-    lowercase, drop tokens shorter than ``min_length``, drop stop words.
+    lowercase (each token NFC-normalised again: lowercasing can undo it), drop tokens shorter
+    than ``min_length``, drop stop words.
 
     A corpus built from texts keeps its options (``Corpus.text_options``), and so does a model
     fitted to it (also in its model file), so new texts are tokenised exactly as the training
@@ -205,7 +206,9 @@ class TextOptions(NamedTuple):
             stops = ENGLISH_STOP_WORDS
         else:
             stops = frozenset(self.stop_words)
-        return frozenset(w.lower() for w in stops) if self.lowercase else stops
+        if not self.lowercase:
+            return stops
+        return frozenset(unicodedata.normalize("NFC", w.lower()) for w in stops)   # as tokens
 
     def _pipeline(self) -> Callable[[str, int], list[str]]:
         """``f(text, d) -> tokens``; errors name document ``d``."""
@@ -241,6 +244,8 @@ class TextOptions(NamedTuple):
                     )
                 if lowercase:
                     t = t.lower()
+                if not t.isascii():     # lowercasing (or the tokenizer) can undo NFC: "J\u030c"
+                    t = nfc("NFC", t)   # lowercases to "j\u030c", whose NFC is "\u01f0"
                 if t and len(t) >= min_length and t not in stops:   # never an empty word
                     out.append(t)
             return out
