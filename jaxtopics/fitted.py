@@ -800,12 +800,14 @@ def _topic_shares(model: FittedModel, theta: np.ndarray) -> tuple[np.ndarray, st
     return theta.mean(0), "mean theta over documents"
 
 
-def _fingerprint(corpus: Corpus, model: str, version: int = 2) -> str:
+def _fingerprint(corpus: Corpus, model: str, version: int = 2,
+                 sentences: bool | None = None) -> str:
     """The corpus fingerprint as `model` sees it (sentence boundaries included for a model that
-    needs them); in a multi-process run, of all processes' documents together (version 2, what
-    new model files store, is the same for any number of processes)."""
+    needs them, unless `sentences` is False); in a multi-process run, of all processes'
+    documents together (version 2, what new model files store, is the same for any number of
+    processes)."""
     from .estimators import MODELS         # at call time, as in FittedModel._module
-    sentences = MODELS[model].needs_sentences
+    sentences = MODELS[model].needs_sentences and sentences is not False
     if jax.process_count() == 1:
         return corpus.fingerprint(sentences, version)
     from . import distributed
@@ -842,6 +844,11 @@ def _check_same_corpus(model: FittedModel, corpus: Corpus) -> None:
         raise CorpusError(f"resume expects a jaxtopics.Corpus, got {type(corpus).__name__}")
     version = 2 if model.corpus_fingerprint.startswith("v2:") else 1     # older files: version 1
     fingerprint = _fingerprint(corpus, model.model, version)
+    if (fingerprint != model.corpus_fingerprint and version == 1
+            and _fingerprint(corpus, model.model, 1, sentences=False) == model.corpus_fingerprint):
+        # a sentence model's file from before its fingerprint held the sentence boundaries
+        # (commit 7ba1aed): resume's recount checks the saved sentence of every token instead
+        fingerprint = model.corpus_fingerprint
     if fingerprint != model.corpus_fingerprint:
         layout = (" or, for a model file written before version-2 fingerprints, a multi-process "
                   "run with another number of processes" if version == 1 else "")

@@ -90,7 +90,9 @@ def load(path: str | os.PathLike) -> FittedModel:
         if not all(n.strip() for n in names):      # as Corpus refuses it
             raise FormatError("metadata 'label_names' holds an empty label", path=str(path))
     elif getattr(MODELS[name], "needs_labels", False):
-        raise FormatError(f"a {name} model file needs metadata 'label_names'", path=str(path))
+        raise FormatError(f"a {name} model file needs metadata 'label_names' (files written "
+                          "before the label names were kept, of format 1, cannot be read: fit "
+                          "the model again)", path=str(path))
     state = _state_from_arrays(module, params, arrays, path, num_tokens=num_tokens,
                                num_docs=num_docs, num_words=len(vocab),
                                num_labels=None if names is None else len(names))
