@@ -413,7 +413,8 @@ class FittedModel:
         lines = [f"<{self.model.upper()} K={self.num_topics}, V={len(self.vocab)}, "
                  f"N={self.num_tokens}, D={theta.shape[0]}, sweeps={self.sweeps_done}, seed={self.seed}"
                  + (f", devices={self.shards}" if self.shards else "") + ">",
-                 "params: " + ", ".join(_shown_param(k, v, self._estimates())
+                 "params: " + ", ".join(_shown_param(k, v, self._estimates(),
+                                                     getattr(p, "resample_concentrations", False))
                                         for k, v in p._asdict().items())]
         if self.trace:
             last = self.trace[-1]
@@ -757,9 +758,12 @@ def params_repr(params: Any) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in params._asdict().items())
 
 
-def _shown_param(name: str, value: Any, estimates: dict[str, np.ndarray]) -> str:
+def _shown_param(name: str, value: Any, estimates: dict[str, np.ndarray],
+                 sampled_chain: bool = False) -> str:
     """`name=value` for ``summary``; a parameter the chain samples (its current value in the
-    estimates as ``sampled_<name>``, e.g. HDP's alpha and gamma) shows the value in use."""
+    estimates as ``sampled_<name>``, e.g. HDP's alpha and gamma, or as `name` in a chain with
+    `sampled_chain`: DPMM's and DP-MRM's ``resample_concentrations``) or learns (LDA's alpha and
+    beta) shows the value in use."""
     sampled = estimates.get(f"sampled_{name}")
     if sampled is not None and float(sampled) != float(np.float32(value)):
         return f"{name}={float(sampled):.4g} (sampled; started at {value})"
@@ -770,7 +774,7 @@ def _shown_param(name: str, value: Any, estimates: dict[str, np.ndarray]) -> str
         shown = (f"{float(learned):.4g}" if np.ndim(learned) == 0 else
                  f"[{float(np.min(learned)):.4g} .. {float(np.max(learned)):.4g}, "
                  f"sum {float(np.sum(learned)):.4g}]")
-        return f"{name}={shown} (learned; started at {value})"
+        return f"{name}={shown} ({'sampled' if sampled_chain else 'learned'}; started at {value})"
     return f"{name}={value}"
 
 

@@ -412,3 +412,11 @@ def test_the_command_line_samples_the_concentrations(tmp_path, capsys):
                        "--resample-concentrations", "--no-progress", "--devices", "1"])
     assert status == 2
     assert "--resample-concentrations does not apply to --model dmm" in capsys.readouterr().err
+
+
+def test_the_summary_says_sampled_for_a_sampled_concentration():
+    import jaxtopics as jt
+    import jaxtopics.datasets
+    corpus = jaxtopics.datasets.synthetic_dmm(num_docs=40, num_words=30, num_clusters=3, seed=0).corpus
+    m = jt.DPMM(alpha=50.0, resample_concentrations=True).fit(corpus, 4, seed=0)
+    assert "alpha=" in m.summary() and "(sampled; started at 50.0)" in m.summary()
