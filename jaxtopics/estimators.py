@@ -507,6 +507,7 @@ class DPMM(_Estimator):
             resample_concentrations=resample_concentrations, prior_shape=prior_shape,
             prior_rate=prior_rate))
         self.params = params._replace(**sampled_concentrations.check(params))
+        sampled_concentrations.refuse_unused_prior(self.params)
 
     def fit(self, corpus: Corpus, num_sweeps: int = 1000, *args: Any, **kwargs: Any) -> FittedModel:
         """``_Estimator.fit``; the "incremental" start seats the documents in the first sweep,
@@ -592,6 +593,7 @@ class DPMRM(_Estimator):
                                       table_capacity=int(table_capacity),
                                       initial_topics=int(initial_topics), chunk_size=int(chunk_size),
                                       **sampled_concentrations.check(params))
+        sampled_concentrations.refuse_unused_prior(self.params)
 
     def fit(self, corpus: Corpus, *args: Any, **kwargs: Any) -> FittedModel:
         """``_Estimator.fit`` after checking the corpus.
@@ -671,3 +673,4 @@ class HDP(_Estimator):
             **{f: float(getattr(params, f)) for f in floats},
             **{f: int(getattr(params, f)) for f in ints},
             resample_concentrations=bool(resample_concentrations))
+        sampled_concentrations.refuse_unused_prior(self.params)

@@ -31,8 +31,9 @@ Methods:
 
 Everything is in log space, vectorised over documents and particles, seeded and bitwise
 reproducible. Left-to-right runs on the devices the model was fitted on (``fit(devices=P)``:
-each batch of documents split over them); the other methods run on one device. Left-to-right and exact values of a document do not depend on the others scored
-with it (document d uses ``fold_in(key, d)``; its completion split is its own too); completion
+each batch of documents split over them); the other methods run on one device. A document's
+left-to-right value and completion split depend on it and its position d (it uses
+``fold_in(key, d)``), not on the other documents; an exact value on the document alone; completion
 and DP-MRM's corrected theta fold theta in for the documents together (the models' ``fold_in``,
 as ``transform``), so those values move with the batch by the fold-in's sampling noise.
 """

@@ -28,7 +28,7 @@ from jax import Array
 from .errors import ParameterError
 from .validate import check_float32
 
-__all__ = ["PARAMS_ADDED_LATER", "check", "in_use", "initial", "traced", "state_problem",
+__all__ = ["PARAMS_ADDED_LATER", "check", "refuse_unused_prior", "in_use", "initial", "traced", "state_problem",
            "state_added_later"]
 
 #: the settings and their defaults (nothing sampled); also the values a model file written
@@ -50,6 +50,21 @@ def check(params: Any) -> dict:
     for name in ("prior_shape", "prior_rate"):
         out[name] = check_float32(getattr(params, name), name, low=RANGE[0], high=RANGE[1])
     return out
+
+
+def refuse_unused_prior(params: Any) -> None:
+    """Refuse (ParameterError) a Gamma prior given to a chain that samples nothing: the
+    estimators' check, so that a forgotten ``resample_concentrations`` is not a silent fixed
+    run (model files keep loading whatever they hold)."""
+    if params.resample_concentrations:
+        return
+    defaults = type(params)._field_defaults
+    for name in ("prior_shape", "prior_rate"):
+        if float(getattr(params, name)) != float(defaults[name]):
+            raise ParameterError(f"{name}={getattr(params, name)!r} applies to sampled "
+                                 "concentrations only, and nothing is sampled: switch "
+                                 "resample_concentrations on too (command line: "
+                                 "--resample-concentrations)")
 
 
 def in_use(state: Any, params: Any, name: str) -> Array | float:

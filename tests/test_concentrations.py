@@ -420,3 +420,16 @@ def test_the_summary_says_sampled_for_a_sampled_concentration():
     corpus = jaxtopics.datasets.synthetic_dmm(num_docs=40, num_words=30, num_clusters=3, seed=0).corpus
     m = jt.DPMM(alpha=50.0, resample_concentrations=True).fit(corpus, 4, seed=0)
     assert "alpha=" in m.summary() and "(sampled; started at 50.0)" in m.summary()
+
+
+@pytest.mark.parametrize("name", ["DPMM", "DPMRM", "HDP"])
+def test_a_prior_without_resampling_is_refused(name):
+    """A Gamma prior given to a chain that samples nothing would be a silent fixed run."""
+    import jaxtopics as jt
+    from jaxtopics.errors import ParameterError
+    cls = getattr(jt, name)
+    with pytest.raises(ParameterError, match="prior_shape=3.0 applies to sampled concentrations"):
+        cls(prior_shape=3.0)
+    with pytest.raises(ParameterError, match="prior_rate=2.0 applies to sampled concentrations"):
+        cls(prior_rate=2.0)
+    assert cls(prior_shape=3.0, resample_concentrations=True).params.prior_shape == 3.0
