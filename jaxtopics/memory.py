@@ -100,6 +100,10 @@ def state_bytes(tree: Any) -> int:
                if hasattr(a, "shape") and hasattr(a, "dtype"))
 
 
+#: integer parameters that count sweeps, never array sizes (learned priors' schedule)
+_SCHEDULES = frozenset({"optimize_every", "burn_in"})
+
+
 def _largest(state: Any, params: Any, resize: Callable[[Any], Any] | None = None,
              top: int = 2) -> str:
     """The `top` largest fields of a NamedTuple state, and the integer parameters that size
@@ -116,7 +120,8 @@ def _largest(state: Any, params: Any, resize: Callable[[Any], Any] | None = None
     text = "; ".join(f"{name} {list(a.shape)} {np.dtype(a.dtype).name} ({format_bytes(size)})"
                      for size, name, a in arrays)
     sizes = {k: int(v) for k, v in getattr(params, "_asdict", lambda: {})().items()
-             if isinstance(v, (int, np.integer)) and not isinstance(v, bool)}
+             if isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+             and k not in _SCHEDULES}
     named = []
     for _, _, a in arrays:          # the parameters that set a table's longest axis, else any
         for dims in ({max(a.shape, default=0)}, set(a.shape)):

@@ -76,8 +76,8 @@ OPTIMIZE_EVERY = Option("--optimize-every", "optimize_every", int,
 BURN_IN = Option("--burn-in", "burn_in", int,
                  "learned priors: sweeps before the first update (lda, slda, ptm, dmm; default 50)")
 OPTIMIZER = Option("--optimizer", "optimizer", str,
-                   "learned priors: minka (Minka's fixed point, the default) or optax (L-BFGS on "
-                   "the same evidence)", choices=("minka", "optax"))
+                   "learned priors (lda, slda, ptm, dmm): minka (Minka's fixed point, the "
+                   "default) or optax (L-BFGS on the same evidence)", choices=("minka", "optax"))
 LEARNED_PRIORS = (OPTIMIZE_ALPHA, OPTIMIZE_BETA, OPTIMIZE_EVERY, BURN_IN, OPTIMIZER)
 
 #: model name (``--model``) -> its own options, beyond SHARED_OPTIONS
