@@ -203,6 +203,7 @@ def check_params(params: Params) -> Params:
     k = params.num_topics
     if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
         raise ParameterError(f"num_topics must be a positive integer, got {k!r}")
+    check_int(k, "num_topics", low=1)      # int32, as every model's K (past it: OverflowError in jit)
     for name in ("alpha", "beta"):
         v = getattr(params, name)
         if (isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating))
