@@ -712,7 +712,15 @@ class Sharded:
             return getattr(self, "_" + name)
         if name == "traced_priors" and hasattr(self.module, name):     # replicated settings
             return self.module.traced_priors
+        if name == "invariants" and hasattr(self.module, name):
+            return self._invariants
         raise AttributeError(name)
+
+    def _invariants(self, state: Any, sdata: ShardedData, params: Any) -> dict:
+        """The model's ``invariants`` of the global view (as :func:`log_joint` scores it: the
+        per-shard tables stacked, padding counted nowhere), without Data: the tables are
+        checked against each other."""
+        return self.module.invariants(_flat(self.module, state), None, params)
 
     def _learn(self, state: Any, sdata: ShardedData, params: Any, t: Array) -> Any:
         """The model's ``learn`` (settings fitted to the state, e.g. LDA's priors) on every

@@ -16,6 +16,7 @@ __all__ = [
     "CorpusError",
     "EmptyDocumentError",
     "FormatError",
+    "InvariantError",
     "ParameterError",
     "UnknownWordsWarning",
     "LabelWarning",
@@ -84,6 +85,39 @@ class FormatError(CorpusError):
 
 class ParameterError(JaxTopicsError):
     """A bad hyper-parameter or option value."""
+
+
+class InvariantError(JaxTopicsError):
+    """A chain's state broke an invariant of its model after a jitted chunk of sweeps: a negative
+    count, count tables that do not sum to what the model counts (tokens, sentences, documents,
+    tables), or a log joint that is not finite. Not bad input: a defect in a kernel (or corrupted
+    memory). The driver (``fit.run_sweeps``) raises it before the state is kept, evaluated or
+    checkpointed, so no model file holds such a state.
+
+    Args:
+        message: what broke, where.
+        sweep: the sweeps done when the check ran.
+        failed: the names of the broken invariants.
+
+    Attributes:
+        sweep: the sweeps done when the check ran (the failure arose in the chunk that ended
+            there).
+        failed: the names of the broken invariants (each names its table).
+
+    Example:
+        >>> from jaxtopics.errors import InvariantError
+        >>> error = InvariantError("broken", sweep=30, failed=("word_topic: non-negative",))
+        >>> error.sweep, error.failed
+        (30, ('word_topic: non-negative',))
+    """
+
+    def __init__(self, message: str, sweep: int | None = None, failed: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.sweep = sweep
+        self.failed = tuple(failed)
+
+    def __reduce__(self):  # keep pickling (e.g. across processes) working
+        return (type(self), (str(self), self.sweep, self.failed))
 
 
 class UnknownWordsWarning(UserWarning):

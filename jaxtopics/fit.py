@@ -3,7 +3,9 @@
 Sweep t of a chain uses ``jax.random.fold_in(chain_key, t)``, and a chunk of sweeps is one jitted
 ``fori_loop`` whose bounds are runtime values, so how the sweeps are cut into chunks (eval points,
 checkpoints, a stop and a resume) never changes the result: a run saved after 200 sweeps and
-resumed for 300 is bitwise identical to 500 straight sweeps on the same backend.
+resumed for 300 is bitwise identical to 500 straight sweeps on the same backend. Every chunk
+also reads the model's invariants (``models.base.Invariants``) on device; a broken one stops
+the run with an InvariantError before the state is kept or saved.
 """
 
 from __future__ import annotations
@@ -20,11 +22,12 @@ import jax.numpy as jnp
 from jax import Array
 
 from . import memory
-from .models.base import Carried, Growable, Learning, TracedPriors
+from .errors import InvariantError
+from .models.base import Carried, Growable, Invariants, Learning, TracedPriors
 from .validate import seed_key
 
-__all__ = ["TracePoint", "chain_keys", "check_chunk_memory", "in_32_bits", "run_chunk",
-           "run_chains_chunk", "run_sweeps", "run_chains"]
+__all__ = ["TracePoint", "chain_keys", "check_chunk_memory", "check_invariants", "in_32_bits",
+           "run_chunk", "run_unchecked_chunk", "run_chains_chunk", "run_sweeps", "run_chains"]
 
 
 def in_32_bits(fn: Callable) -> Callable:
@@ -110,11 +113,16 @@ def chain_keys(seed: int) -> tuple[Array, Array]:
     return jax.random.fold_in(root, 0), jax.random.fold_in(root, 1)
 
 
+def _invariants(model: Any, state: Any, data: Any, params: Any) -> dict:
+    """The model's ``invariants(state, data, params)`` ({} for a model without them)."""
+    return model.invariants(state, data, params) if isinstance(model, Invariants) else {}
+
+
 def _chunk(model: ModuleType, params: Any, data: Any, state: Any, chain_key: Array,
            start: Array, stop: Array):
     """Sweeps start..stop-1 of `model`; returns (state, log joint, tokens changed in the last
-    sweep, sweeps done, the priors the chain learns or samples: ``traced_priors``). `state` is
-    donated.
+    sweep, sweeps done, the priors the chain learns or samples: ``traced_priors``, the model's
+    invariants of the state it ends with). `state` is donated.
 
     A model whose sweeps carry their state in a layout of their own defines ``to_carry(state,
     data, params)``, ``sweep_carry(key, carry, data, params)`` and ``from_carry(carry, data,
@@ -131,6 +139,11 @@ def _chunk(model: ModuleType, params: Any, data: Any, state: Any, chain_key: Arr
     is kept) and the loop stops there, so the driver can grow the state outside jit and redo the
     sweep with the same key. Nothing is capped and no draw is lost.
 
+    The model's invariants (``models.base.Invariants``: {name: bool []}, True where it holds;
+    {} for a model without them) are read from the final state in the same program (reads
+    only: the chain is the one :func:`run_unchecked_chunk` runs, bitwise); the driver checks
+    them and the log joint (:func:`check_invariants`).
+
     Args:
         model: the model module (static), or a ``distributed.Sharded``.
         params: its Params (static).
@@ -140,8 +153,29 @@ def _chunk(model: ModuleType, params: Any, data: Any, state: Any, chain_key: Arr
         start, stop: int32 sweep numbers.
 
     Returns:
-        (state, log joint, units changed in the last sweep, sweeps done, traced priors).
+        (state, log joint, units changed in the last sweep, sweeps done, traced priors,
+        invariants).
     """
+    state, lj, changed, done, priors = _sweeps(model, params, data, state, chain_key, start, stop)
+    return state, lj, changed, done, priors, _invariants(model, state, data, params)
+
+
+def _unchecked_chunk(model: ModuleType, params: Any, data: Any, state: Any, chain_key: Array,
+                     start: Array, stop: Array):
+    """:func:`run_chunk` without the invariants: the same chain, bitwise (what the check
+    costs is measured against it, ``scripts/bench_invariants.py``).
+
+    Args:
+        model, params, data, state, chain_key, start, stop: as in :func:`run_chunk`.
+
+    Returns:
+        ``run_chunk``'s outputs, the invariants {}."""
+    return (*_sweeps(model, params, data, state, chain_key, start, stop), {})
+
+
+def _sweeps(model: ModuleType, params: Any, data: Any, state: Any, chain_key: Array,
+            start: Array, stop: Array):
+    """:func:`_chunk`'s sweeps: its outputs but the invariants."""
     learn = model.learn if isinstance(model, Learning) else None
     if not isinstance(model, Growable):
         carried = isinstance(model, Carried)
@@ -179,15 +213,47 @@ def _chunk(model: ModuleType, params: Any, data: Any, state: Any, chain_key: Arr
 
 
 run_chunk = partial(jax.jit, static_argnums=(0, 1), donate_argnums=(3,))(_chunk)
+run_unchecked_chunk = partial(jax.jit, static_argnums=(0, 1), donate_argnums=(3,))(_unchecked_chunk)
+
+
+def check_invariants(model: Any, invariants: dict, log_joint: Any, sweep: int,
+                     first: int | None = None, chain: int | None = None) -> None:
+    """Raise InvariantError when a chunk's state broke an invariant of its model or its log
+    joint is not finite (what :func:`run_chunk` returns), naming the sweep and the tables.
+
+    Args:
+        model: the model module (or a ``distributed.Sharded``), for the message.
+        invariants: ``run_chunk``'s invariants ({name: bool []}, host or device values).
+        log_joint: its log joint.
+        sweep: the sweeps done (the chunk's end).
+        first: the chunk's first sweep (1-based), for the message.
+        chain: the chain, for a batch of chains (``run_chains``).
+
+    Raises:
+        InvariantError: something failed; nothing is changed."""
+    invariants, log_joint = jax.device_get((invariants, log_joint))
+    failed = [name for name, ok in invariants.items() if not bool(ok)]
+    if not bool(jnp.isfinite(log_joint)):
+        failed.append(f"log joint: finite (it is {float(log_joint)})")
+    if not failed:
+        return
+    name = getattr(model, "__name__", None) or getattr(getattr(model, "module", None), "__name__", "")
+    chunk = f" (the chunk of sweeps {first}-{sweep})" if first is not None and first < sweep else ""
+    which = f"chain {chain}: " if chain is not None else ""
+    raise InvariantError(
+        f"{which}the {name.rsplit('.', 1)[-1]} state after sweep {sweep}{chunk} broke "
+        f"{'an invariant' if len(failed) == 1 else f'{len(failed)} invariants'}: "
+        f"{'; '.join(failed)}. The run stopped before this state was kept or saved (a defect in "
+        f"the kernel, not in the input)", sweep=sweep, failed=tuple(failed))
 
 
 @partial(jax.jit, static_argnums=(0, 1), donate_argnums=(3,))
 def run_chains_chunk(model: ModuleType, params: Any, data: Any, states: Any, chain_keys: Array,
                      start: Array, stop: Array):
     """``run_chunk`` for a batch of chains of a model that does not grow: `states` and
-    `chain_keys` carry a leading chain axis, every output gains it (``jax.vmap``); `data` is
-    shared. Chain c is the chain ``run_chunk`` runs from states[c] with chain_keys[c], up to
-    the order of float reductions XLA picks for the batch.
+    `chain_keys` carry a leading chain axis, every output gains it (``jax.vmap``; the
+    invariants too); `data` is shared. Chain c is the chain ``run_chunk`` runs from states[c]
+    with chain_keys[c], up to the order of float reductions XLA picks for the batch.
 
     Args:
         model, params, data, start, stop: as in ``run_chunk``.
@@ -265,12 +331,18 @@ def run_sweeps(model: ModuleType, params: Any, data: Any, state: Any, chain_key:
                progress: bool | None = None, checkpoint_every: int | None = None,
                on_checkpoint: Callable[[Any, int, list[TracePoint]], None] | None = None,
                on_chunk: Callable[[Any, int, list[TracePoint]], None] | None = None,
-               ) -> tuple[Any, list[TracePoint]]:
+               invariants: bool = True) -> tuple[Any, list[TracePoint]]:
     """Run sweeps start..start+num_sweeps-1; evaluate every `eval_every` sweeps (and at the end).
 
     A model with a ``grow(state, data, params) -> state`` function (nonparametric models with a
     static capacity) is grown here, outside jit, whenever a sweep reports ``info.overflow``; the
     returned state may then have larger shapes than the one passed in.
+
+    After every jitted chunk the model's invariants (``models.base.Invariants``: count tables
+    non-negative and summing to what the model counts) and the finiteness of the log joint are
+    checked on device, in the chunk's own program (reads only: the chain is the same bitwise);
+    a broken one raises InvariantError naming the sweep and the table, before the state is
+    kept (`on_chunk`), traced or checkpointed.
 
     Args:
         model: the model module (or a ``distributed.Sharded``).
@@ -289,10 +361,15 @@ def run_sweeps(model: ModuleType, params: Any, data: Any, state: Any, chain_key:
         on_chunk: called as ``on_chunk(state, sweeps_done, trace)`` after every jitted chunk
             (so a caller interrupted by Ctrl-C still holds a valid state: the argument buffer
             was donated).
+        invariants: check the model's invariants after every chunk (False: the unchecked
+            chunk, ``run_unchecked_chunk``; for measuring what the check costs).
 
     Returns:
         (state, trace); `num_sweeps=0` returns the state and one trace point evaluating it (0
         changed, 0 seconds).
+
+    Raises:
+        InvariantError: a chunk's state broke an invariant of its model (a kernel defect).
 
     Example:
         >>> import jaxtopics as jt
@@ -324,16 +401,20 @@ def run_sweeps(model: ModuleType, params: Any, data: Any, state: Any, chain_key:
     t0 = time.perf_counter()
     done = start
     checked = None
+    runner = run_chunk if invariants else run_unchecked_chunk
     try:
         for point in _boundaries(start, stop, eval_every, checkpoint_every):
             steps = point - done
             while done < point:
                 if checked != _shapes(state):          # the first chunk, or the state grew
-                    check_chunk_memory(model, params, data, state, chain_key, done, point)
+                    check_chunk_memory(model, params, data, state, chain_key, done, point,
+                                       runner=runner)
                     checked = _shapes(state)
-                state, lj, changed, reached, priors = run_chunk(
+                state, lj, changed, reached, priors, holds = runner(
                     model, params, data, state, chain_key, jnp.int32(done), jnp.int32(point))
-                done = int(reached)
+                first, done = done + 1, int(reached)
+                if done >= first:      # a state no sweep touched was checked already
+                    check_invariants(model, holds, lj, done, first)
                 if done < point:       # sweep `done` needed more capacity: grow, then redo it
                     state = model.grow(state, data, params)
             if (eval_every and point % eval_every == 0) or point == stop:
@@ -368,7 +449,10 @@ def run_chains(model: ModuleType, params: Any, data: Any, states: Any, chain_key
         chain_keys: [chains] keys.
 
     Returns:
-        (states, one trace per chain, as ``run_sweeps``'s)."""
+        (states, one trace per chain, as ``run_sweeps``'s).
+
+    Raises:
+        InvariantError: a chain's state broke an invariant of its model (as in run_sweeps)."""
     if isinstance(model, Growable):
         raise TypeError(f"{model.__name__} grows its state: its chains run one at a time")
     states = _unshared(states, data)
@@ -380,8 +464,12 @@ def run_chains(model: ModuleType, params: Any, data: Any, states: Any, chain_key
         if done == 0:
             check_chunk_memory(model, params, data, states, chain_keys, 0, point,
                                runner=run_chains_chunk)
-        states, lj, changed, _, priors = run_chains_chunk(model, params, data, states, chain_keys,
-                                                          jnp.int32(done), jnp.int32(point))
+        states, lj, changed, _, priors, holds = run_chains_chunk(
+            model, params, data, states, chain_keys, jnp.int32(done), jnp.int32(point))
+        holds, lj = jax.device_get((holds, lj))
+        for c in range(count):
+            check_invariants(model, {n: v[c] for n, v in holds.items()}, lj[c], point, done + 1,
+                             chain=c)
         done = point
         if (eval_every and point % eval_every == 0) or point == num_sweeps:
             seconds = time.perf_counter() - t0

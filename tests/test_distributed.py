@@ -365,8 +365,8 @@ def test_driver_chunks_carry_the_block_layout_bitwise(corpus, exchange, sync_eve
     model = dist.Sharded(lda, mesh)
     assert hasattr(model, "to_carry") and not hasattr(model, "grow")
     expected = _sweeps(key, state, sdata, params, mesh, 5)
-    got, _, _, done, _ = run_chunk(model, params, sdata, jax.tree.map(jnp.copy, state), key,
-                                jnp.int32(0), jnp.int32(5))
+    got, _, _, done, _, _ = run_chunk(model, params, sdata, jax.tree.map(jnp.copy, state), key,
+                                   jnp.int32(0), jnp.int32(5))
     assert int(done) == 5
     for name, a, b in zip(lda.State._fields, got, expected):
         assert a.shape == b.shape, name

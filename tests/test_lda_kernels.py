@@ -497,8 +497,8 @@ def test_driver_chunks_are_the_plain_sweeps_bitwise(settings):
     expected = state
     for t in range(2, 6):
         expected = lda.sweep(jax.random.fold_in(key, t), expected, data, params)[0]
-    got, _, _, _, _ = run_chunk(lda, params, data, jax.tree.map(jnp.copy, state), key,
-                             jnp.int32(2), jnp.int32(6))
+    got, _, _, _, _, _ = run_chunk(lda, params, data, jax.tree.map(jnp.copy, state), key,
+                                jnp.int32(2), jnp.int32(6))
     for name, a, b in zip(lda.State._fields, got, expected):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=name)
 

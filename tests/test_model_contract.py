@@ -24,6 +24,7 @@ def test_capabilities_are_what_the_modules_provide():
     assert "growable" not in caps["lda"] and "carried" in caps["lda"] and "learning" in caps["lda"]
     assert "held_out_exact" in caps["dmm"] and "held_out_prior" in caps["hdp"]
     assert all("shardable" in c for c in caps.values())
+    assert all("invariants" in c for c in caps.values())      # the driver checks every model
     lda_sharding = base.sharding(MODELS["lda"].module)
     assert lda_sharding is MODELS["lda"].module.SHARDING
     assert lda_sharding.fields == {"z": "tokens", "doc_topic": "docs"}
@@ -51,3 +52,6 @@ def test_check_module_names_what_is_missing():
     assert any("SHARDING.fields names ['nonexistent']" in p for p in base.check_module(broken))
     broken.SHARDING = {"z": "tokens"}             # the settings, but not as a base.Sharding
     assert any("not a base.Sharding" in p for p in base.check_module(broken))
+    broken.SHARDING = lda.SHARDING
+    broken.invariants = lambda state, params: {}  # no data argument
+    assert any("invariants takes ['state', 'params']" in p for p in base.check_module(broken))

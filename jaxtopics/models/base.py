@@ -3,11 +3,11 @@
 Every module in ``jaxtopics.models`` is a set of pure functions over NamedTuples (``Params``,
 ``State``, ``SweepInfo``) and satisfies :class:`ModelModule`; optional capabilities are their own
 protocols (:class:`Growable`, :class:`Carried`, :class:`Learning`, :class:`Shardable`,
-:class:`HeldOutPrior`, :class:`HeldOutExact`), and a shardable module declares its sharding
-settings in one constant, ``SHARDING``, a :class:`Sharding` NamedTuple read through
-:func:`sharding`. ``check_module`` lists what a module
-lacks; ``tests/test_model_contract.py`` runs it over every registered model, so adding a model
-("one module and a short estimator class") is checked by these types rather than by prose.
+:class:`HeldOutPrior`, :class:`HeldOutExact`, :class:`Invariants`), and a shardable module
+declares its sharding settings in one constant, ``SHARDING``, a :class:`Sharding` NamedTuple
+read through :func:`sharding`. ``check_module`` lists what a module lacks;
+``tests/test_model_contract.py`` runs it over every registered model, so adding a model ("one
+module and a short estimator class") is checked by these types rather than by prose.
 The shape follows BlackJAX's ``base.py`` and optax's ``_src/base.py``.
 """
 
@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Any, Mapping, NamedTuple, Protocol, runtime_checkable
 
 __all__ = ["ModelModule", "Growable", "Carried", "Learning", "TracedPriors", "Shardable", "HeldOutPrior",
-           "HeldOutExact", "Sharding", "sharding", "capabilities", "check_module"]
+           "HeldOutExact", "Invariants", "Sharding", "sharding", "capabilities", "check_module"]
 
 
 @runtime_checkable
@@ -107,6 +107,18 @@ class HeldOutExact(Protocol):
     def held_out_exact(self, state: Any, new_data: Any, params: Any) -> Any: ...
 
 
+@runtime_checkable
+class Invariants(Protocol):
+    """What the driver checks on device after every jitted chunk of sweeps (``fit.run_chunk``):
+    ``invariants(state, data, params)`` -> {name: bool [] array}, True where the invariant
+    holds; a name says the table and the rule ("word_topic: non-negative", "topic: sums to the
+    tokens"). Cheap (sums and signs of the count tables, no recount from the latents). `data`
+    is None for the global view of a sharded state (``distributed.Sharded``): the tables are
+    then checked against each other only. A broken one stops the run (``InvariantError``)."""
+
+    def invariants(self, state: Any, data: Any, params: Any) -> dict: ...
+
+
 class Sharding(NamedTuple):
     """How a shardable module's State is split over devices.
 
@@ -135,7 +147,7 @@ def sharding(module: ModuleType) -> Sharding | None:
 
 _CAPABILITIES = {"growable": Growable, "carried": Carried, "learning": Learning,
                  "traced_priors": TracedPriors, "shardable": Shardable, "held_out_prior": HeldOutPrior,
-                 "held_out_exact": HeldOutExact}
+                 "held_out_exact": HeldOutExact, "invariants": Invariants}
 
 
 def capabilities(module: ModuleType) -> frozenset[str]:
@@ -164,6 +176,8 @@ def check_module(module: ModuleType) -> list[str]:
         problems.append(f"sweep takes {_parameters(module.sweep)}, not (key, state, data, params, ...)")
     if isinstance(module, Growable) and "overflow" not in module.SweepInfo._fields:
         problems.append("grow without SweepInfo.overflow (the driver cannot tell when to grow)")
+    if isinstance(module, Invariants) and _parameters(module.invariants)[:3] != ["state", "data", "params"]:
+        problems.append(f"invariants takes {_parameters(module.invariants)}, not (state, data, params)")
     shard = sharding(module)
     if shard is not None:
         if not isinstance(module, Shardable):

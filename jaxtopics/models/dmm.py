@@ -470,6 +470,24 @@ def recount_shard(state: State, data: Data, params: NamedTuple, sizes: dict) -> 
 # read-outs
 
 
+def invariants(state: State, data: Data | None, params: NamedTuple) -> dict[str, Array]:
+    """What the driver checks after every jitted chunk (``models.base.Invariants``; DPMM's too):
+    the count tables are non-negative, word_cluster sums over its rows to cluster_tokens,
+    cluster_tokens to the documents' tokens (doc_counts), and (when `data` is given; None: a
+    sharded state's global view) cluster_docs to the D documents (after a sweep every document
+    has a cluster)."""
+    from ..ops.counts import count_invariants, table_total
+    return count_invariants(
+        {"cluster_docs": state.cluster_docs, "word_cluster": state.word_cluster,
+         "cluster_tokens": state.cluster_tokens},
+        {"word_cluster: sums over words to cluster_tokens": (state.word_cluster.sum(0),
+                                                             state.cluster_tokens),
+         "cluster_tokens: sums to the tokens": (state.cluster_tokens.sum(),
+                                                table_total(state.doc_counts)),
+         "cluster_docs: sums to the documents": (state.cluster_docs.sum(),
+                                                 None if data is None else data.length.shape[0] - 1)})
+
+
 def log_joint(state: State, data: Data, params: Params) -> Array:
     """Collapsed log p(d, z) = log DirMult(m_. | alpha) + sum_k log DirMult(n_k. | beta)."""
     alpha, beta = _priors(state, params)

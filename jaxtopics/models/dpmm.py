@@ -362,6 +362,12 @@ def grow(state: State, data: Data, params: Params) -> State:
 # read-outs
 
 
+def invariants(state: State, data: Data | None, params: Params) -> dict[str, Array]:
+    """What the driver checks after every jitted chunk (``models.base.Invariants``): DMM's
+    (``dmm.invariants``, over every cluster slot)."""
+    return dmm.invariants(state, data, params)
+
+
 def log_joint(state: State, data: Data, params: Params) -> Array:
     """Collapsed log p(d, z): the Chinese restaurant process prior
     C log alpha + sum_k log Gamma(n_k) - log alpha^(D), plus sum_k log DirMult(n_k. | beta)

@@ -887,6 +887,26 @@ def sweep(key: Array, state: State, data: Data, params: Params,
 # read-outs
 
 
+def invariants(state: State, data: Data | None, params: Params) -> dict[str, Array]:
+    """What the driver checks after every jitted chunk (``models.base.Invariants``): the count
+    tables are non-negative, word_topic sums over its rows to topic, table_size and topic sum
+    to the N tokens (when `data` is given; None: a sharded state's global view: to each other),
+    and topic_tables, label_tables and doc_label_tables each sum to the occupied tables."""
+    from ..ops.counts import count_invariants, table_total
+    tables = table_total((state.table_size > 0).astype(jnp.int32))
+    tokens = state.topic.sum()
+    return count_invariants(
+        {name: getattr(state, name) for name in ("table_size", "doc_label_tables", "topic_tables",
+                                                 "label_tables", "word_topic", "topic")},
+        {"word_topic: sums over words to topic": (state.word_topic.sum(0), state.topic),
+         "topic: sums to the tokens": (tokens, None if data is None else data.word.shape[0]),
+         "table_size: sums to the tokens": (table_total(state.table_size), tokens),
+         "topic_tables: sums to the occupied tables": (state.topic_tables.sum(), tables),
+         "label_tables: sums to the occupied tables": (state.label_tables.sum(), tables),
+         "doc_label_tables: sums to the occupied tables": (table_total(state.doc_label_tables),
+                                                           tables)})
+
+
 @partial(jax.jit, static_argnums=(2,))
 def log_joint(state: State, data: Data | None, params: Params) -> Array:
     """Collapsed log p(x, t, k, l): per document a CRP(alpha) over its tables and a Polya(eta)

@@ -804,6 +804,23 @@ def recount_shard(state: State, data: Data, params: Params, sizes: dict) -> Stat
 # read-outs
 
 
+def invariants(state: State, data: Data | None, params: Params) -> dict[str, Array]:
+    """What the driver checks after every jitted chunk (``models.base.Invariants``): the count
+    tables are non-negative, word_topic sums over its rows to topic, topic and table_count sum
+    to the N tokens (when `data` is given; None: a sharded state's global view: to each other),
+    and topic_tables to the occupied tables."""
+    from ..ops.counts import count_invariants, table_total
+    tokens = state.topic.sum()
+    tables = table_total((state.table_count > 0).astype(jnp.int32))
+    return count_invariants(
+        {"table_count": state.table_count, "word_topic": state.word_topic, "topic": state.topic,
+         "topic_tables": state.topic_tables},
+        {"word_topic: sums over words to topic": (state.word_topic.sum(0), state.topic),
+         "topic: sums to the tokens": (tokens, None if data is None else data.word.shape[0] - 1),
+         "table_count: sums to the tokens": (table_total(state.table_count), tokens),
+         "topic_tables: sums to the occupied tables": (state.topic_tables.sum(), tables)})
+
+
 def log_joint(state: State, data: Data, params: Params) -> Array:
     """Collapsed log p(w, t, k) of the CRF (at the state's alpha, gamma):
 

@@ -877,6 +877,18 @@ def learn(state: State, data: Data, params: Params, t: Array,
                                 alpha_axis=-1, beta_axis=0, axis_name=axis_name)
 
 
+def invariants(state: State, data: Data | None, params: Params) -> dict[str, Array]:
+    """What the driver checks after every jitted chunk (``models.base.Invariants``): the count
+    tables are non-negative, doc_topic and word_topic sum over their rows to topic, and topic
+    sums to the N tokens (when `data` is given; None: a sharded state's global view)."""
+    from ..ops.counts import count_invariants
+    return count_invariants(
+        {"doc_topic": state.doc_topic, "word_topic": state.word_topic, "topic": state.topic},
+        {"doc_topic: sums over documents to topic": (state.doc_topic.sum(0), state.topic),
+         "word_topic: sums over words to topic": (state.word_topic.sum(0), state.topic),
+         "topic: sums to the tokens": (state.topic.sum(), None if data is None else data.num_tokens)})
+
+
 def log_joint(state: State, data: Data, params: Params) -> Array:
     """Collapsed log p(w, z) = sum_d log DirMult(n_d. | alpha) + sum_k log DirMult(n_k. | beta).
 

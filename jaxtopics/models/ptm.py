@@ -515,6 +515,24 @@ def learn(state: State, data: Data, params: Params, t: Array,
 # read-outs
 
 
+def invariants(state: State, data: Data | None, params: Params) -> dict[str, Array]:
+    """What the driver checks after every jitted chunk (``models.base.Invariants``): the count
+    tables are non-negative, pseudo_topic, doc_topic and word_topic sum over their rows to
+    topic, and (when `data` is given; None: a sharded state's global view) pseudo_docs sums to
+    the D documents and topic to the N tokens."""
+    from ..ops.counts import count_invariants
+    known = data is not None
+    return count_invariants(
+        {"pseudo_topic": state.pseudo_topic, "pseudo_docs": state.pseudo_docs,
+         "doc_topic": state.doc_topic, "word_topic": state.word_topic, "topic": state.topic},
+        {"pseudo_topic: sums over pseudo-documents to topic": (state.pseudo_topic.sum(0), state.topic),
+         "doc_topic: sums over documents to topic": (state.doc_topic.sum(0), state.topic),
+         "word_topic: sums over words to topic": (state.word_topic.sum(0), state.topic),
+         "pseudo_docs: sums to the documents": (state.pseudo_docs.sum(),
+                                                data.doc_len.shape[0] if known else None),
+         "topic: sums to the tokens": (state.topic.sum(), data.word.shape[0] - 1 if known else None)})
+
+
 def log_joint(state: State, data: Data, params: Params) -> Array:
     """Collapsed log p(w, z, l) = log DirMult(n_. | lam) + sum_l log DirMult(N_l. | alpha)
     + sum_k log DirMult(n_k. | beta) (the priors in use)."""

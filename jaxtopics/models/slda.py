@@ -634,6 +634,22 @@ def learn(state: State, data: Data, params: Params, t: Array,
 # read-outs
 
 
+def invariants(state: State, data: Data | None, params: Params) -> dict[str, Array]:
+    """What the driver checks after every jitted chunk (``models.base.Invariants``): the count
+    tables are non-negative, word_topic sums over its rows to topic, and (when `data` is given;
+    None: a sharded state's global view) doc_topic sums to the S sentences, topic to the N
+    tokens."""
+    from ..ops.counts import count_invariants, table_total
+    known = data is not None
+    return count_invariants(
+        {"doc_topic": state.doc_topic, "word_topic": state.word_topic, "topic": state.topic},
+        {"word_topic: sums over words to topic": (state.word_topic.sum(0), state.topic),
+         "doc_topic: sums to the sentences": (table_total(state.doc_topic),
+                                              data.sent_len.shape[0] - 1 if known else None),
+         "topic: sums to the tokens": (state.topic.sum(),
+                                       data.token_sentence.shape[0] if known else None)})
+
+
 def log_joint(state: State, data: Data, params: Params) -> Array:
     """Collapsed log p(w, z) = sum_m log DirMult(c_m. | alpha) + sum_k log DirMult(n_k. | beta)
     (c_m.: the sentence topics of document m; n_k.: the tokens of topic k; the priors in use)."""

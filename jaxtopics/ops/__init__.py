@@ -8,6 +8,7 @@ from .concentration import (
 )
 from .conditionals import collapsed_topic_draw
 from .counts import (
+    count_invariants,
     count_table,
     exchange,
     exchange_others,
@@ -19,6 +20,7 @@ from .counts import (
     shared_key,
     sharded_sweep,
     table_cells,
+    table_total,
 )
 from .mh import mh_accept, propose_from_members
 from .rotation import group_rows, join_groups, rotate, row_group
@@ -62,6 +64,7 @@ __all__ = [
     "collapsed_topic_draw",
     "concentration_groups",
     "concentration_one_group",
+    "count_invariants",
     "count_table",
     "dirichlet_multinomial_log_evidence",
     "exchange",
@@ -91,6 +94,7 @@ __all__ = [
     "strided_blocks",
     "strided_width",
     "table_cells",
+    "table_total",
     "to_strided",
     "token_log_predictive",
     "uniform_index",

@@ -12,9 +12,9 @@ from jax import Array
 
 from ..errors import ParameterError
 
-__all__ = ["count_table", "exchange", "exchange_others", "move_counts", "move_rows",
-           "require_parallel", "shard_prefix", "shard_sum", "shared_key", "sharded_sweep",
-           "table_cells"]
+__all__ = ["count_invariants", "count_table", "exchange", "exchange_others", "move_counts",
+           "move_rows", "require_parallel", "shard_prefix", "shard_sum", "shared_key", "sharded_sweep",
+           "table_cells", "table_total"]
 
 
 def count_table(shape: tuple[int, ...], *indices: Array, weights: Array | None = None) -> Array:
@@ -162,3 +162,28 @@ def _flat_index(table: Array, rows: Array, cols: Array) -> Array | None:
     if table.size >= 2**31:
         return None
     return rows * table.shape[1] + cols
+
+
+def count_invariants(nonnegative: dict[str, Array], equal: dict[str, tuple]) -> dict[str, Array]:
+    """A model's ``invariants`` (``models.base.Invariants``, checked by the driver after every
+    jitted chunk) from its count tables: "NAME: non-negative" -> every cell of table NAME in
+    `nonnegative` is >= 0, and each name in `equal` -> its pair (got, expected) is equal
+    everywhere (e.g. "word_topic: sums to topic" -> (word_topic.sum(0), topic)). Every value is
+    a bool [] array; a pair whose expected side is None (unknown: a sharded state's global
+    view has no Data) is left out. Reads only: one pass over each table (column minima first:
+    XLA:CPU reduces a whole table to one value ~6x slower than along its first axis)."""
+    checks = {f"{name}: non-negative": jnp.all(_column_min(table) >= 0)
+              for name, table in nonnegative.items()}
+    checks.update({name: jnp.all(jnp.asarray(got) == jnp.asarray(expected))
+                   for name, (got, expected) in equal.items() if expected is not None})
+    return checks
+
+
+def table_total(table: Array) -> Array:
+    """The sum of every cell of `table`, reduced along its first axis first (see
+    :func:`count_invariants`)."""
+    return jnp.sum(table.reshape(table.shape[0], -1).sum(0)) if table.ndim >= 2 else jnp.sum(table)
+
+
+def _column_min(table: Array) -> Array:
+    return table.reshape(table.shape[0], -1).min(0) if table.ndim >= 2 else table
