@@ -1,5 +1,6 @@
-"""The statistic of the sharded-quality tests: from one saved state, chains of the one-device
-parallel kernel and chains sharded over several devices, compared by their own spread."""
+"""The statistics of the kernel-quality tests: chains of two kernels (one device and sharded;
+the default parallel kernel and the exact sequential one; a negative control), compared by
+their own spread (the standard error of the difference of their chains' means)."""
 
 from __future__ import annotations
 
@@ -47,3 +48,25 @@ def assert_not_below(name: str, one: np.ndarray, sharded: np.ndarray) -> None:
     print(f"{name}: one device {one.mean():.5f} (sd {one.std(ddof=1):.5f}), sharded "
           f"{sharded.mean():.5f} (sd {sharded.std(ddof=1):.5f}), se {se:.5f}")
     assert one.mean() - sharded.mean() < 4 * se, (one, sharded)
+
+
+def assert_same_level(name: str, reference: np.ndarray, other: np.ndarray, z: float = 4.0) -> None:
+    """Two-sided: the chains `other` (per-chain means of the log joint per token) lie within `z`
+    standard errors of the difference of the `reference` chains' mean, above or below. With
+    z = 4 a kernel with the reference's law fails with probability ~6e-5 (normal theory)."""
+    se = standard_error(reference, other)
+    gap = other.mean() - reference.mean()
+    print(f"{name}: reference {reference.mean():.5f} (sd {reference.std(ddof=1):.5f}, "
+          f"{reference.size} chains), other {other.mean():.5f} (sd {other.std(ddof=1):.5f}, "
+          f"{other.size} chains), gap {gap:+.5f} = {gap / se:+.1f} se")
+    assert abs(gap) < z * se, (name, reference, other)
+
+
+def assert_rejected(name: str, reference: np.ndarray, control: np.ndarray, z: float = 4.0) -> None:
+    """The negative control: chains of a known-wrong kernel (e.g. the fully synchronous sweep)
+    must fail the same two-sided bar that `assert_same_level` applies, or the bar tests nothing."""
+    se = standard_error(reference, control)
+    gap = control.mean() - reference.mean()
+    print(f"{name} (negative control): gap {gap:+.5f} = {gap / se:+.1f} se")
+    assert abs(gap) >= z * se, (f"{name}: the negative control passed the bar, so the bar cannot "
+                                f"reject a wrong kernel", reference, control)
