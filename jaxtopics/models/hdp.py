@@ -80,25 +80,11 @@ from .. import sampled_concentrations
 from ..corpus import Corpus
 from ..errors import CorpusError, ParameterError
 from ..validate import MAX_BLOCKS, array_spec, check_int, count_problem, latent_problem, same_length
-from ..ops import (
-    categorical,
-    categorical_logits,
-    chunked_map,
-    concentration_groups,
-    concentration_one_group,
-    count_table,
-    dirichlet_multinomial_log_evidence,
-    exchange,
-    log_rising_factorial,
-    move_counts,
-    pad_array,
-    pad_blocks,
-    require_parallel,
-    shard_prefix,
-    shard_sum,
-    shared_key,
-    strided_blocks,
-)
+from ..ops import (categorical, categorical_logits, chunked_map, concentration_groups,
+                   concentration_one_group, count_table, dirichlet_multinomial_log_evidence,
+                   exchange, log_rising_factorial, move_counts, pad_array, pad_blocks,
+                   require_parallel, shard_prefix, shard_sum, shared_key, strided_blocks)
+from ..ops.counts import count_invariants, table_total
 from .base import Sharding
 from .hdp_split_merge import _nth_free, _real, _split_merge
 
@@ -809,7 +795,6 @@ def invariants(state: State, data: Data | None, params: Params) -> dict[str, Arr
     tables are non-negative, word_topic sums over its rows to topic, topic and table_count sum
     to the N tokens (when `data` is given; None: a sharded state's global view: to each other),
     and topic_tables to the occupied tables."""
-    from ..ops.counts import count_invariants, table_total
     tokens = state.topic.sum()
     tables = table_total((state.table_count > 0).astype(jnp.int32))
     return count_invariants(
