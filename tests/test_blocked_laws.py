@@ -1,13 +1,14 @@
 """The blocked ("parallel") kernels' own one-sweep transition law, enumerated with 2-3 blocks of
 several items each (DESIGN.md "How to test a sampler", point 3), for LDA (exact draws, and MH
-moves), Sentence-LDA, PTM (both phases) and DMM.
+moves), Sentence-LDA (also with its split-merge move), PTM (both phases) and DMM.
 
 What each kernel's docstring claims, and what is tested: the items (tokens; sentences;
 documents' pseudo-documents then tokens; documents) are dealt round-robin into ``num_blocks``
 blocks, the blocks are visited in order, and the items of a block all move at once, each
 drawn independently from its full conditional of the collapsed joint given the state at the
 block's start (its own contribution removed), the counts refreshed exactly before the next
-block. With ``mh_steps = m > 0`` (LDA), each token of a block instead runs m cycles of a
+block (Sentence-LDA's optional split-merge move, ``split_merge_steps``, is off for this
+part). With ``mh_steps = m > 0`` (LDA), each token of a block instead runs m cycles of a
 Metropolis-Hastings move with a document proposal q_d(t) ∝ n_dt^-i + alpha then a word proposal
 q_w(t) ∝ n_tw^-i + beta (independence proposals from the block-start counts: LightLDA, Yuan et
 al. 2015; WarpLDA, Chen et al. 2016) targeting that same conditional: its law is row `old` of
@@ -17,27 +18,31 @@ The reference is written here in float64 numpy from the model's generative proce
 collapsed joint as a product of Dirichlet-multinomial evidences (Griffiths & Steyvers 2004 for
 LDA; Jo & Oh 2011 for Sentence-LDA; Zuo et al. 2016 for PTM; Yin & Wang 2014 for DMM), every
 state enumerated, each item's conditional read off the joint table, and the one-sweep law from
-each of 3 fixed start states composed block by block (``blocked_law.sweep_row``). From each start
+each of 3 fixed start states (2 for the split-merge case) composed block by block (``blocked_law.sweep_row``). From each start
 20,000 independent one-sweep chains (``jax.vmap`` over keys of the module-level ``sweep``) give
 the empirical law of the next state.
 
 Statistics and bar: per start, a pooled chi-square goodness-of-fit p-value and the total
 variation between the empirical and exact law against its sampling bound (``enumeration_stats``:
-Jensen per bin plus McDiarmid). The family (6 kernel settings x 3 starts x 2 statistics) has
-false-alarm rate <= FAMILY_ALPHA = 1e-3, split evenly (Bonferroni): each statistic at
-1e-3 / 36, so a kernel with the claimed law fails a test with probability <= 1e-3 / 6.
+Jensen per bin plus McDiarmid). The family (2 statistics x 20 starts over the 7 kernel settings)
+has false-alarm rate <= FAMILY_ALPHA = 1e-3, split evenly (Bonferroni): each statistic at
+1e-3 / 40, so a kernel with the claimed law fails a test of 3 starts with probability <= 1.5e-4.
 Negative controls, same samples and same bar: the law of a sequential scan in the same item
 order (the blocks' staleness removed: what the kernel would do if it refreshed the counts item
 by item) must be rejected for every exact-draw kernel; for LDA's exact draws also the blocked
 law with each token's own counts left in its conditional; for the MH kernel the exact-draw
-blocked law. The corpora put several items of one document and of one word in the same block
-so that these laws differ clearly (TV between them 0.01-0.73, printed with -s; chi-square p-values of the
-controls 1e-29 or smaller).
+blocked law; for Sentence-LDA's split-merge move (tested once, on its own small case, as the
+sweep runs it after the blocks) the law without the move and the move without its MH
+correction (the move's law, Dahl 2003's sequentially-allocated split-merge at K = 2, is
+enumerated over all dealing orders). The corpora put several items of one document and of one
+word in the same block so that these laws differ clearly (TV between them 0.01-0.73, printed
+with -s; chi-square p-values of the controls 1e-29 or smaller).
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 
 import jax
 import jax.numpy as jnp
@@ -50,8 +55,9 @@ from blocked_law import (StateSpace, assert_law, assert_rejected, counts_of, dir
                          sweep_row)
 
 FAMILY_ALPHA = 1e-3
-#: kernels (LDA exact, MH 2 and 5 cycles, Sentence-LDA, PTM, DMM) x starts x statistics
-ALPHA = FAMILY_ALPHA / (6 * 3 * 2)
+#: statistics (chi-square, TV) x starts: 3 each for LDA exact, MH 2 and 5 cycles, Sentence-LDA,
+#: PTM, DMM, and 2 for Sentence-LDA with split-merge
+ALPHA = FAMILY_ALPHA / (2 * (6 * 3 + 2))
 CHAINS = 20_000
 
 
@@ -181,32 +187,37 @@ def test_lda_parallel_one_sweep_law(mh_steps: int, alpha: float, beta: float) ->
 # Sentence-LDA: 3 documents, 8 sentences (some with a repeated word), K = 2 (256 states),
 # 3 blocks of 3, 3, 2 sentences; split-merge moves off (split_merge_steps=0).
 
-SLDA_DOCS = [[[0, 1], [1, 1, 2], [0]], [[2, 3], [0, 0], [3]], [[1, 3], [2, 2, 0]]]
+SLDA_DOCS = (((0, 1), (1, 1, 2), (0,)), ((2, 3), (0, 0), (3,)), ((1, 3), (2, 2, 0)))
 SLDA_K, SLDA_ALPHA, SLDA_BETA, SLDA_BLOCKS = 2, 0.3, 0.1, 3
 SLDA_STARTS = [[0] * 8, [0, 1, 0, 1, 0, 1, 0, 1], [1, 1, 0, 0, 0, 1, 1, 0]]
 
 
-@functools.lru_cache(maxsize=None)
-def _slda_case():
-    sentences = [np.asarray(s) for d in SLDA_DOCS for s in d]
-    sent_doc = np.repeat(np.arange(len(SLDA_DOCS)), [len(d) for d in SLDA_DOCS])
+def _slda_log_joint(docs, z) -> float:
+    """Collapsed log p(w, z) of Sentence-LDA (K = SLDA_K) over the sentences with z >= 0 (the
+    others left out of the corpus: the partial corpora of the split-merge proposal)."""
+    sentences = [np.asarray(s) for d in docs for s in d]
+    sent_doc = np.repeat(np.arange(len(docs)), [len(d) for d in docs])
     v = max(int(s.max()) for s in sentences) + 1
-    k = SLDA_K
+    z = np.asarray(z)
+    cdk = np.zeros((len(docs), SLDA_K), np.int64)        # sentences per document and topic
+    nkw = np.zeros((SLDA_K, v), np.int64)                 # tokens per topic and word
+    for sent, d, t in zip(sentences, sent_doc, z):
+        if t >= 0:
+            cdk[d, t] += 1
+            np.add.at(nkw[t], sent, 1)
+    return dirmult(cdk, SLDA_ALPHA) + dirmult(nkw, SLDA_BETA)
 
-    def log_joint(z):
-        cdk = np.zeros((len(SLDA_DOCS), k), np.int64)       # sentences per document and topic
-        np.add.at(cdk, (sent_doc, z), 1)
-        nkw = np.zeros((k, v), np.int64)                     # tokens per topic and word
-        for s, t in zip(sentences, z):
-            np.add.at(nkw[t], s, 1)
-        return dirmult(cdk, SLDA_ALPHA) + dirmult(nkw, SLDA_BETA)
 
+@functools.lru_cache(maxsize=None)
+def _slda_case(docs=SLDA_DOCS):
+    sentences = [np.asarray(s) for d in docs for s in d]
+    v = max(int(s.max()) for s in sentences) + 1
     word = np.concatenate(sentences)
     sent_off = np.cumsum([0] + [len(s) for s in sentences])
-    doc_off = sent_off[np.cumsum([0] + [len(d) for d in SLDA_DOCS])]
+    doc_off = sent_off[np.cumsum([0] + [len(d) for d in docs])]
     corpus = Corpus.from_arrays(word, doc_off, [f"w{i}" for i in range(v)],
                                 sentence_offsets=sent_off)
-    return StateSpace([k] * len(sentences), log_joint), corpus
+    return StateSpace([SLDA_K] * len(sentences), functools.partial(_slda_log_joint, docs)), corpus
 
 
 def test_slda_parallel_one_sweep_law() -> None:
@@ -224,6 +235,68 @@ def test_slda_parallel_one_sweep_law() -> None:
     laws = [sweep_row(space, s, blocks) for s in starts]
     wrong = [sweep_row(space, s, [[i] for b in blocks for i in b]) for s in starts]
     _check("Sentence-LDA", space, starts, samples, laws, wrong)
+
+
+# Sentence-LDA with its split-merge move (Params.split_merge_steps=1, the default): 6 sentences
+# in 2 blocks of 3, K = 2 (64 states), so the move's pair is always {0, 1}, every sentence is
+# dealt, and its law can be enumerated over all 6! dealing orders.
+SM_DOCS = (((0, 1), (1, 1, 2), (0,)), ((2, 3), (0, 0)), ((1, 3),))
+SM_STARTS = [[0] * 6, [1, 1, 0, 0, 0, 1]]
+
+
+def _split_merge_matrix(space: StateSpace, docs) -> tuple[np.ndarray, np.ndarray]:
+    """([S, S] the exact law of one split-merge move at K = 2 (Dahl 2003's sequentially-allocated
+    proposal, Metropolis-Hastings corrected), from the model's definition: the pair is {0, 1}
+    (its selection probability is the same both ways and cancels); a uniformly random order of
+    the sentences is dealt one by one from empty tables, sentence i to topic t with its
+    conditional p(z_i = t | the sentences dealt before it) of the partial corpus; the dealt
+    assignment z' is accepted with probability min(1, p(z') q(z) / (p(z) q(z'))), q the
+    product of the dealing probabilities along the same order. The two labels are symmetric
+    (both tables start empty, alpha is symmetric), so which of them is called "a" changes
+    nothing. Also returns the proposal's law [S, S] (every proposal accepted: a wrong move)."""
+    n, x = len(space.sizes), space.states
+    # every partial assignment (digit 0: not dealt yet, 1 + t: dealt to topic t), its log joint
+    digits = np.array(list(itertools.product(range(3), repeat=n)))
+    partial = np.array([_slda_log_joint(docs, d - 1) for d in digits])
+    place = 3 ** np.arange(n - 1, -1, -1)
+    orders = np.array(list(itertools.permutations(range(n))))          # [O, n]
+    log_q = np.zeros((len(orders), len(space)))          # log q[o, x]: order o deals x
+    code = np.zeros((len(orders), len(space)), np.int64)  # the partial assignment dealt so far
+    for j in range(n):
+        i = orders[:, j]
+        w = place[i][:, None]
+        xi = x[:, i].T                                                  # [O, S]
+        to0, to1 = partial[code + w], partial[code + 2 * w]
+        log_q += np.where(xi == 0, to0, to1) - np.logaddexp(to0, to1)
+        code = code + (xi + 1) * w
+    q = np.exp(log_q)
+    p = np.exp(space.lj - space.lj.max())
+    # accepted mass of x -> y: mean over orders of min(q(y), p(y) q(x) / p(x))
+    move = np.minimum(q[:, None, :], p[None, None, :] * q[:, :, None] / p[None, :, None]).mean(0)
+    np.fill_diagonal(move, 0.0)
+    move[np.diag_indices_from(move)] = 1.0 - move.sum(1)
+    return move, np.broadcast_to(q.mean(0), move.shape)
+
+
+def test_slda_split_merge_one_sweep_law() -> None:
+    """Sentence-LDA's parallel sweep with one split-merge move after it (as ``sweep`` runs it):
+    the law is the blocked row times the exact move matrix. Controls: the blocked law without
+    the move, and the move without its MH correction (every proposal accepted)."""
+    space, corpus = _slda_case(SM_DOCS)
+    params = slda.check_params(slda.Params(SLDA_K, alpha=SLDA_ALPHA, beta=SLDA_BETA,
+                                           num_blocks=2, split_merge_steps=1))
+    data = slda.prepare(corpus, params)
+    s_count = len(space.sizes)
+    starts = [np.asarray(s) for s in SM_STARTS]
+    states = [slda.state_from_assignments(jnp.asarray(s), data, params) for s in starts]
+    samples = _next_states(slda, params, data, states, lambda st: st.z[..., :s_count], seed=50)
+    blocks = strided(s_count, 2)
+    assert [len(b) for b in blocks] == [3, 3]
+    gibbs = [sweep_row(space, s, blocks) for s in starts]
+    move, proposal = _split_merge_matrix(space, SM_DOCS)
+    laws = [row @ move for row in gibbs]
+    uncorrected = [row @ proposal for row in gibbs]
+    _check("Sentence-LDA + split-merge", space, starts, samples, laws, gibbs, uncorrected)
 
 
 # ------------------------------------------------------------------------------------------
