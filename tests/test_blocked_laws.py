@@ -18,9 +18,9 @@ The reference is written here in float64 numpy from the model's generative proce
 collapsed joint as a product of Dirichlet-multinomial evidences (Griffiths & Steyvers 2004 for
 LDA; Jo & Oh 2011 for Sentence-LDA; Zuo et al. 2016 for PTM; Yin & Wang 2014 for DMM), every
 state enumerated, each item's conditional read off the joint table, and the one-sweep law from
-each of 3 fixed start states (2 for the split-merge case) composed block by block (``blocked_law.sweep_row``). From each start
-20,000 independent one-sweep chains (``jax.vmap`` over keys of the module-level ``sweep``) give
-the empirical law of the next state.
+each of 3 fixed start states (2 for the split-merge case) composed block by block
+(``blocked_law.sweep_row``). From each start 20,000 independent one-sweep chains (``jax.vmap``
+over keys of the module-level ``sweep``) give the empirical law of the next state.
 
 Statistics and bar: per start, a pooled chi-square goodness-of-fit p-value and the total
 variation between the empirical and exact law against its sampling bound (``enumeration_stats``:
