@@ -13,7 +13,9 @@ Teh et al. 2006 for the Chinese restaurant franchise, Kim et al. 2012 for DP-MRM
 - DPMM (``models/dpmm.py``, 6 documents in 2 blocks of 3): every document of a block draws from
   (31)/(32) against the block-start partition (itself left out); documents choosing an existing
   cluster move at once; those choosing "new" are then settled in block order, each among the
-  clusters opened earlier in this pass and a brand-new one, against the current partition.
+  clusters opened earlier in this pass and a brand-new one, against the current partition. From
+  the "incremental" start (no document seated) every document is seated in turn, in block
+  order, among all clusters and a new one (exact seating, no stale draw).
 - HDP (``models/hdp.py``, 2 documents / 5 tokens, ``num_blocks=2``: blocks of 3 and 2 tokens,
   two tokens of one document in the first; ``dish_groups=1``; ``split_merge_steps=0``): the
   tokens of a block draw (T) against the block-start state; the r-th opener of a document takes
@@ -35,14 +37,16 @@ transition matrix.
 Statistics (``tests/enumeration_stats.py``): the empirical law of the chains' final states
 against the enumerated one, total variation below its sampling bound (Jensen + McDiarmid: a
 false alarm with probability <= DELTA) and a pooled chi-square p-value above DELTA; DELTA is
-FAMILY_ALPHA = 1e-3 split over the 12 statistics of the file (3 models x 2 starts x 2), so the
+FAMILY_ALPHA = 1e-3 split over the 14 statistics of the file ((3 + 2 + 2 starts) x 2), so the
 family-wise false-alarm rate is <= 1e-3. Negative controls: the same bar must reject each
 kernel's samples against the exact sequential Gibbs law of the same sweep (what the blocked
-kernel approximates; the designed distance between the two laws is asserted), for DPMM also
+kernel approximates; from DPMM's unseated start, seating in corpus order), for DPMM also
 against the law in which every document that chose "new" opens a cluster of its own (the
 second, merging draw left out), and for HDP against the law in which the openers of new dishes
-in one block (the tables choosing "new" in one dish batch) share one new topic. Each wrong law
-is > 0.1 in TV from the kernel's (asserted), against TV bounds of 0.04-0.06 at 20k chains.
+in one block (the tables choosing "new" in one dish batch) share one new topic. The power is
+designed, not hoped for: each wrong law is > 0.1 in TV from the kernel's (against TV bounds of
+0.04-0.06 at 20k chains), except DPMM's seating orders (TV 0.053), and the chi-square test
+rejects every one with power > 0.999 (asserted from the non-central chi-square, ``_power``).
 
 Time: one sweep of tiny chains is mostly compiling, so these tests are not marked ``slow`` (which
 would compile at full optimisation: measured ~1.3x slower here); the three models compile once
@@ -61,15 +65,16 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from enumeration_stats import pooled_chisquare_p, tv, tv_bound
-from mixture_enumeration import MixtureCase, canonical, dpmm_enumeration, dpmm_prior
+from mixture_enumeration import MixtureCase, canonical, dpmm_enumeration, dpmm_prior, incremental_law
+from scipy import stats
 
 from jaxtopics import Corpus
 from jaxtopics.models import dpmm, dpmrm, hdp
 from jaxtopics.ops import strided_blocks
 
 FAMILY_ALPHA = 1e-3
-#: 3 models x 2 starts x (TV, chi-square)
-DELTA = FAMILY_ALPHA / 12
+#: (3 DPMM starts + 2 HDP + 2 DP-MRM) x (TV, chi-square)
+DELTA = FAMILY_ALPHA / 14
 CHAINS = 20_000
 
 
@@ -126,7 +131,8 @@ def _one_sweep(module, params, data, starts, seed: int):
 
 class DPMMLaw:
     """One sweep of DPMM's blocked kernel (module docstring of ``models/dpmm.py``), exactly, on
-    set partitions (tuples of cluster labels, canonicalised between blocks)."""
+    set partitions (tuples of cluster labels, canonicalised between blocks; -1: a document not
+    seated yet, as in the "incremental" start)."""
 
     def __init__(self, docs, alpha: float, beta: float):
         self.case = MixtureCase(docs, beta=beta)
@@ -134,9 +140,13 @@ class DPMMLaw:
         self._lj: dict = {}
 
     def joint(self, z) -> float:
-        key = canonical(z)
+        """log p(d_S, z_S) of the seated documents S: CRP prior and Polya word evidence."""
+        seated = tuple(i for i, c in enumerate(z) if c >= 0)
+        key = (seated, canonical([z[i] for i in seated]))
         if key not in self._lj:
-            self._lj[key] = dpmm_prior(key, self.alpha) + self.case.word_log_evidence(key)
+            sub = MixtureCase([self.case.docs[i] for i in seated], beta=self.case.beta,
+                              num_words=self.case.v) if len(seated) < len(z) else self.case
+            self._lj[key] = dpmm_prior(key[1], self.alpha) + sub.word_log_evidence(key[1])
         return self._lj[key]
 
     @staticmethod
@@ -146,8 +156,11 @@ class DPMMLaw:
     def block(self, z, block, second_draw: bool = True) -> dict:
         stale = []
         for i in block:                       # (31)/(32) against the block's start, i left out
-            options = sorted(set(z[:i] + z[i + 1:])) + [None]
-            probs = _normalise([self.joint(self._put(z, i, -1 if c is None else c))
+            if z[i] < 0:                      # not seated yet: always settled below
+                stale.append([(None, 1.0)])
+                continue
+            options = sorted({c for c in z[:i] + z[i + 1:] if c >= 0}) + [None]
+            probs = _normalise([self.joint(self._put(z, i, 999 if c is None else c))
                                 for c in options])
             stale.append(list(zip(options, probs)))
         out: dict = defaultdict(float)
@@ -164,13 +177,17 @@ class DPMMLaw:
 
     def _settle(self, z, later, opened, p, out, second_draw):
         """The documents that chose "new", in block order: each among the clusters opened in
-        this pass and a brand-new one, against the current partition."""
+        this pass and a brand-new one, against the current partition (a document not seated
+        yet: among all clusters and a new one)."""
         if not later:
-            out[canonical(z)] += p
+            out[z if min(z) < 0 else canonical(z)] += p
             return
         i, rest = later[0], later[1:]
         fresh = 1000 + i
-        options = (opened if second_draw else []) + [fresh]
+        if z[i] < 0:
+            options = sorted({c for c in z if c >= 0}) + [fresh]
+        else:
+            options = (opened if second_draw else []) + [fresh]
         probs = _normalise([self.joint(self._put(z, i, c)) for c in options])
         for c, q in zip(options, probs):
             self._settle(self._put(z, i, c), rest, opened + [c] * (c == fresh), p * q, out,
@@ -178,7 +195,7 @@ class DPMMLaw:
 
     def sweep(self, start, num_blocks: int, second_draw: bool = True) -> dict:
         blocks, valid = strided_blocks(len(start), num_blocks)
-        law = {canonical(start): 1.0}
+        law = {tuple(start) if min(start) < 0 else canonical(start): 1.0}
         for blk, ok in zip(blocks, valid):
             nxt: dict = defaultdict(float)
             for z, p in law.items():
@@ -191,9 +208,10 @@ class DPMMLaw:
 # found one cluster together (the second draw); 1, 3, 5 (block 1) share word 1 / 2
 DPMM_DOCS = [[0, 0], [1, 1], [0, 0, 2], [1], [0], [2, 2, 1]]
 DPMM_ALPHA, DPMM_BETA = 1.5, 0.2
+#: "unseated": the "incremental" start (no document has a cluster; the first sweep seats them)
 DPMM_STARTS = {"one-cluster": (0, 0, 0, 0, 0, 0), "singletons": (0, 1, 2, 3, 4, 5),
-               "mixed": (0, 0, 1, 1, 2, 2)}
-DPMM_TESTED = ("one-cluster", "singletons")
+               "unseated": (-1, -1, -1, -1, -1, -1), "mixed": (0, 0, 1, 1, 2, 2)}
+DPMM_TESTED = ("one-cluster", "singletons", "unseated")
 DPMM_BLOCKS = 2
 
 
@@ -219,14 +237,41 @@ def _dpmm_chains():
             for i, s in enumerate(DPMM_TESTED)}
 
 
+def _dpmm_wrong(start: str) -> dict:
+    """The wrong laws the kernel's samples must fail: the exact sequential sweep (from the
+    unseated start: GSDPMM's seating in corpus order, not in block order 0, 2, 4, 1, 3, 5), and
+    from a seated start the law without the merging second draw."""
+    law, z0 = _dpmm_law(), DPMM_STARTS[start]
+    out = {"sequential": law.sweep(z0, len(DPMM_DOCS))}
+    if min(z0) >= 0:
+        out["own new cluster"] = law.sweep(z0, DPMM_BLOCKS, second_draw=False)
+    return out
+
+
+def _power(law: dict, wrong: dict) -> float:
+    """Design check: the chi-square test's power at DELTA against `wrong` when the chains
+    follow `law` (non-central chi-square, non-centrality CHAINS sum (law - wrong)^2 / wrong over
+    the bins of `wrong` with >= 5 expected draws; 1 when `law` puts mass where `wrong` has
+    none, which the test rejects at once)."""
+    if any(p > 1e-3 and k not in wrong for k, p in law.items()):
+        return 1.0
+    keys = [k for k, q in wrong.items() if CHAINS * q >= 5]
+    lam = CHAINS * sum((law.get(k, 0.0) - wrong[k]) ** 2 / wrong[k] for k in keys)
+    df = len(keys)                      # the pooled bin adds one, the total takes one
+    return float(stats.ncx2.sf(stats.chi2.isf(DELTA, df), df, lam))
+
+
 def test_dpmm_law_reference() -> None:
     """The enumerator is what it claims: with one document per block it is the exact Gibbs
-    sweep (``mixture_enumeration``'s transition matrix, from 24 of the 203 partitions); the
-    blocked laws are distributions, and differ from the exact sweep and from the law without
-    the merging second draw by clearly more than the tests resolve (TV > 0.1 from each tested
-    start, against bounds < 0.06)."""
+    sweep (``mixture_enumeration``'s transition matrix, from 24 of the 203 partitions), and from
+    the unseated start GSDPMM's seating (``incremental_law``); the blocked laws are
+    distributions, and the chi-square test at DELTA rejects every wrong law with power > 0.999
+    (TV 0.05-0.59 from the blocked law)."""
     law = _dpmm_law()
     e = dpmm_enumeration(law.case, DPMM_ALPHA)
+    seating = law.sweep(DPMM_STARTS["unseated"], len(DPMM_DOCS))
+    for s, p in zip(e.states, incremental_law(e, law.case, DPMM_ALPHA)):
+        assert abs(seating.get(s, 0.0) - p) < 1e-12
     exact = e.sweep_matrix()
     checked = set(DPMM_STARTS.values()) | set(e.states[::10])     # 24 of the 203 starts
     for s, row in zip(e.states, exact):
@@ -236,13 +281,11 @@ def test_dpmm_law_reference() -> None:
         ref = {t: p for t, p in zip(e.states, row) if p > 0}
         assert set(got) <= set(ref)
         assert max(abs(got.get(t, 0.0) - p) for t, p in ref.items()) < 1e-12
-    for name in DPMM_STARTS:
+    for name in DPMM_TESTED:
         blocked = law.sweep(DPMM_STARTS[name], DPMM_BLOCKS)
         assert abs(sum(blocked.values()) - 1) < 1e-12
-        sequential = law.sweep(DPMM_STARTS[name], len(DPMM_DOCS))
-        own = law.sweep(DPMM_STARTS[name], DPMM_BLOCKS, second_draw=False)
-        if name in DPMM_TESTED:
-            assert _law_tv(blocked, sequential) > 0.1 and _law_tv(blocked, own) > 0.1, name
+        for what, wrong in _dpmm_wrong(name).items():
+            assert _power(blocked, wrong) > 0.999, (name, what)
 
 
 def _law_tv(a: dict, b: dict) -> float:
@@ -262,12 +305,10 @@ def test_dpmm_blocked_sweep_follows_its_law(start: str) -> None:
 def test_dpmm_negative_controls_rejected(start: str) -> None:
     """The kernel's samples fail the same bar against the exact sequential sweep and against
     the law where every "new" document opens its own cluster."""
-    law = _dpmm_law()
-    for wrong in (law.sweep(DPMM_STARTS[start], len(DPMM_DOCS)),
-                  law.sweep(DPMM_STARTS[start], DPMM_BLOCKS, second_draw=False)):
+    for what, wrong in _dpmm_wrong(start).items():
         counts, probs = _histogram(_dpmm_chains()[start], wrong)
         ok, msg = _accepts(counts, probs)
-        assert not ok, f"negative control accepted: {msg}"
+        assert not ok, f"negative control {what} accepted: {msg}"
 
 
 # ==========================================================================================
@@ -463,13 +504,13 @@ def test_hdp_law_reference() -> None:
     """The enumerator's joint is the package's log joint (float32) on every state it reaches;
     the laws are distributions, and the blocked law differs from the exact sequential sweep and
     from the law with shared new topics by clearly more than the tests resolve (TV > 0.1,
-    bounds < 0.06)."""
+    bounds < 0.06; chi-square power > 0.999, ``_power``)."""
     law = _hdp_law()
     for name in HDP_STARTS:
         blocked, sequential = _hdp_laws(name), _hdp_laws(name, sequential=True)
         assert abs(sum(blocked.values()) - 1) < 1e-12 and abs(sum(sequential.values()) - 1) < 1e-12
-        assert _law_tv(blocked, sequential) > 0.1, name
-        assert _law_tv(blocked, _hdp_laws(name, shared_new=True)) > 0.1, name
+        for wrong in (sequential, _hdp_laws(name, shared_new=True)):
+            assert _law_tv(blocked, wrong) > 0.1 and _power(blocked, wrong) > 0.999, name
     params = hdp.Params(alpha=HDP_ALPHA, gamma=HDP_GAMMA, beta=HDP_BETA)
     data = hdp.prepare(law.corpus, params)
     keys = sorted(set(_hdp_laws("one-topic")) | set(_hdp_laws("split")))
@@ -728,7 +769,7 @@ def test_dpmrm_law_reference() -> None:
     for name in DPMRM_STARTS:
         blocked, sequential = _dpmrm_laws(name), _dpmrm_laws(name, sequential=True)
         assert abs(sum(blocked.values()) - 1) < 1e-12 and abs(sum(sequential.values()) - 1) < 1e-12
-        assert _law_tv(blocked, sequential) > 0.1, name
+        assert _law_tv(blocked, sequential) > 0.1 and _power(blocked, sequential) > 0.999, name
         keys |= set(blocked) | set(sequential)
     tables, dishes, labels, ref = [], [], [], []
     for tokens, topic_labels in sorted(keys):
