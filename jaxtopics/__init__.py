@@ -26,7 +26,7 @@ from .errors import (  # noqa: E402
 # library, so the command line imports numpy and JAX (~1.5 s) inside its own Ctrl-C handling
 # and an interrupt at any moment ends the command with its one line instead of a traceback.
 _LAZY = {"Corpus": ".corpus", "topic_coherence": ".coherence", "compare_num_topics": ".selection",
-         "FittedModel": ".fitted", "TransformInfo": ".new_documents", "load": ".model_files",
+         "FittedModel": ".fitted", "use_compilation_cache": ".compile_cache", "TransformInfo": ".new_documents", "load": ".model_files",
          **{name: ".estimators" for name in ("DMM", "DPMM", "DPMRM", "HDP", "LDA", "PTM",
                                              "SentenceLDA")}}
 _SUBMODULES = ("distributed", "evaluation", "hyper", "metrics", "selection")
@@ -75,4 +75,5 @@ __all__ = [
     "metrics",
     "selection",
     "topic_coherence",
+    "use_compilation_cache",
 ]

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 from .cli_new_documents import (_add_compare_k_command, _add_new_docs_commands,
                                 _check_compare_k_args, _check_new_docs_args, _compare_k,
                                 _evaluate_held_out, _infer)
+from .compile_cache import ENV as COMPILE_CACHE_ENV
 from .errors import JaxTopicsError, ParameterError
 from .options import MODEL_OPTIONS, SHARED_OPTIONS
 
@@ -595,6 +596,12 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--top-words", type=int, default=10)
     _add_new_docs_commands(sub)
     _add_compare_k_command(sub)
+    for name, command in sub.choices.items():
+        if name != "show":
+            command.add_argument(
+                "--compile-cache", default=None, metavar="DIR|off",
+                help="keep compiled programs in DIR so that the next run skips compiling "
+                     f"(default ${COMPILE_CACHE_ENV} or ~/.cache/jaxtopics/xla; 'off': none)")
     parser.commands = sub.choices          # command name -> its parser (for its own errors)
     return parser
 
@@ -603,7 +610,7 @@ def build_parser() -> argparse.ArgumentParser:
 #: have its own copy of the input and its own --out), what only process 0 prints, and the
 #: process's own id; every other option must be the same on all (checked after they meet)
 _PER_PROCESS_ARGS = frozenset({"input", "vocab", "out", "top_words", "no_progress", "process_id",
-                               "devices"})   # --devices: the devices per process are compared
+                               "devices", "compile_cache"})   # --devices: the devices per process are compared
 
 
 def _format_warning(message, category, filename, lineno, line=None) -> str:
@@ -726,6 +733,9 @@ def _run(args: argparse.Namespace) -> int:
         if args.command in ("fit", "demo") and _cpu_devices(args) > 1:
             # before the first computation starts the backend; concerns the CPU platform only
             jax.config.update("jax_num_cpu_devices", _cpu_devices(args))
+        if args.command != "show":
+            from .compile_cache import use_compilation_cache
+            use_compilation_cache(args.compile_cache)
         if getattr(args, "coordinator", None):
             from . import distributed
             _native_stdout_to_stderr()

@@ -598,7 +598,7 @@ _STDLIB_BUILDER_VERSION = 2
 """Bump whenever the stdlib corpus builder changes what it produces (invalidates caches)."""
 
 
-def _cache_dir() -> Path:
+def cache_dir() -> Path:
     """``$JAXTOPICS_CACHE``, else ``$XDG_CACHE_HOME/jaxtopics``, else ``~/.cache/jaxtopics``."""
     env = os.environ.get("JAXTOPICS_CACHE")
     if env:
@@ -625,7 +625,7 @@ def _cache_path(stdlib: Path, min_tokens: int) -> Path:
     v = sys.version_info
     name = f"stdlib-{sys.implementation.name}{v.major}.{v.minor}.{v.micro}"
     key = _stdlib_cache_key(stdlib, min_tokens)
-    return _cache_dir() / f"{name}-v{_STDLIB_BUILDER_VERSION}-{key}.npz"
+    return cache_dir() / f"{name}-v{_STDLIB_BUILDER_VERSION}-{key}.npz"
 
 
 def _save_corpus(path: Path, corpus: Corpus, key: str) -> None:
