@@ -70,3 +70,36 @@ def assert_rejected(name: str, reference: np.ndarray, control: np.ndarray, z: fl
     print(f"{name} (negative control): gap {gap:+.5f} = {gap / se:+.1f} se")
     assert abs(gap) >= z * se, (f"{name}: the negative control passed the bar, so the bar cannot "
                                 f"reject a wrong kernel", reference, control)
+
+
+def kernel_chain_means(module, params, data, start, key, chains: int, sweeps: int,
+                       num_tokens: int, every: int = 2) -> np.ndarray:
+    """`chains` vmapped chains of `module.sweep` under `params` (its `sampler` and `num_blocks`
+    pick the kernel), all started from the one state `start`: per chain the mean log joint per
+    token over its second half, read every `every` sweeps (the statistic `resumed_chain_means`
+    reads from a trace, so the two compare). Chains that would need more capacity than `start`
+    has (DPMM, DP-MRM: `SweepInfo.overflow`) fail the test design (grow `start` first)."""
+    import jax
+    import jax.numpy as jnp
+
+    assert sweeps % (2 * every) == 0, "test design: sweeps a multiple of 2 * every"
+
+    @jax.jit
+    def run(keys):
+        def chain(k):
+            def block(carry, b):        # `every` sweeps, then the log joint
+                def one(i, c):
+                    st, over = c
+                    st, info = module.sweep(jax.random.fold_in(k, b * every + i), st, data, params)
+                    return st, over | jnp.asarray(getattr(info, "overflow", False))
+                carry = jax.lax.fori_loop(0, every, one, carry)
+                return carry, module.log_joint(carry[0], data, params).astype(jnp.float32)
+            (_, over), lj = jax.lax.scan(block, (start, jnp.bool_(False)),
+                                         jnp.arange(sweeps // every))
+            return lj[lj.shape[0] // 2:], over
+        return jax.vmap(chain)(keys)
+
+    lj, over = run(jax.random.split(key, chains))
+    assert not np.asarray(over).any(), "test design: a chain ran out of capacity (grow the start)"
+    lj = np.asarray(lj, np.float64) / num_tokens
+    return lj.mean(axis=1)

@@ -8,8 +8,8 @@ on the four CPU devices conftest.py creates:
 - the same seed gives the same chain, and a saved and resumed sharded run equals the straight
   one, with topic and table slots grown (grow + redo) on the way;
 - ``distributed.init`` / ``sweep`` / ``recount`` on unequal shards count no padding;
-- quality: from one common state, sharded chains settle at the log joint of one-device chains,
-  within the chains' own sampling error.
+- quality: the sharded chains against the exact kernel's (two-sided) are in
+  test_kernel_quality.py, on ``_planted()``.
 
 The shared data holds no multi-label corpus (Reuters, Tweet and News-T carry one label per
 document, Lee none), so the corpus is synthetic: label-specific planted topics (``_planted``).
@@ -26,7 +26,6 @@ import pytest
 import jaxtopics as jt
 from jaxtopics import distributed as dist
 from jaxtopics.models import dpmrm
-from sharded_chains import assert_not_below, resumed_chain_means
 
 CPUS = jax.devices("cpu")
 needs_4_default_devices = pytest.mark.skipif(len(jax.devices()) < 4,
@@ -157,21 +156,3 @@ def test_low_level_init_and_recount_count_no_padding():
     _same_state(merged, dist.gather(dist.recount(state, sdata, params), sdata))
     lj = float(dpmrm.log_joint(merged, data, params))
     assert float(dist.log_joint(state, sdata, params)) == pytest.approx(lj, rel=1e-5)
-
-
-CHAINS, BURN, SWEEPS = 10, 40, 40
-
-
-@pytest.mark.slow
-@needs_4_default_devices
-def test_four_devices_match_one_device_quality(tmp_path):
-    """From one common state (a one-device burn-in), CHAINS chains of the one-device parallel
-    kernel and CHAINS chains sharded over 4 devices (seeds 100..): the mean log joint per token
-    over each chain's second half. The sharded mean must not lie below the one-device mean by
-    more than 4 standard errors of the difference (from the chains' own spread)."""
-    corpus = _planted()
-    base = _growing().fit(corpus, num_sweeps=BURN, seed=0, eval_every=BURN, progress=False)
-    base.save(tmp_path / "start.jtm")
-    one, _ = resumed_chain_means(tmp_path / "start.jtm", corpus, SWEEPS, CHAINS, None)
-    four, _ = resumed_chain_means(tmp_path / "start.jtm", corpus, SWEEPS, CHAINS, 4)
-    assert_not_below("dpmrm", one, four)

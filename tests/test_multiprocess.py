@@ -87,15 +87,21 @@ def reuters_dir(reuters):
 
 SEEDS = (0, 1, 2)
 CHAIN_SD = 0.015            # sd of single chains' log joint per token at 500 sweeps (docs/benchmarks.md, quality)
+REFERENCE_CHAINS = 3        # REFERENCE is the mean of 3 exact chains (DESIGN.md)
 
 
 @pytest.mark.slow
 def test_two_processes_reach_exact_gibbs_quality_on_reuters(tmp_path, reuters, reuters_dir):
-    """The mean of 3 two-process chains (500 sweeps, word rotation) is within the issue's 0.25 %
-    of exact Gibbs, up to 3 standard errors of that mean. Single chains cannot carry the bar: they
-    scatter by about +-0.015 (0.2 %) with occasional stragglers (measured over 16 seeds of this
-    run when the devices exchanged moves: mean -7.8485, 0.10 % from -7.841; seed 0 alone
-    -7.894)."""
+    """A smoke test of quality over 2 processes (500 sweeps from random starts, word rotation):
+    the mean of 3 two-process chains lies within 4 standard errors of the difference from the
+    exact-Gibbs reference (two-sided), se = sqrt(sd^2 / 3 + CHAIN_SD^2 / 3) with sd the chains'
+    spread, at least CHAIN_SD (single chains from random starts scatter by about +-0.015 at 500
+    sweeps, with occasional stragglers): a bar of about +-0.05 nats/token, ~0.6 % of the log
+    joint. It catches a broken exchange, not a small bias: the two-sided check of the sharded
+    kernel against exact chains from a common start, with a bar of ~0.1-0.2 %, is
+    tests/test_kernel_quality.py (4 devices of one process, the facade's default exchange).
+    Measured over 16 seeds of this
+    run: mean -7.8485, 0.10 % from -7.841; seed 0 alone -7.894."""
     finals = []
     for seed in SEEDS:
         out = tmp_path / f"seed{seed}"
@@ -107,9 +113,10 @@ def test_two_processes_reach_exact_gibbs_quality_on_reuters(tmp_path, reuters, r
         _check_counts(model, reuters)
         finals.append(model.trace[-1].log_joint_per_token)
     mean = float(np.mean(finals))
-    se = max(float(np.std(finals, ddof=1)), CHAIN_SD) / np.sqrt(len(finals))
-    gap = abs(mean - REFERENCE) / abs(REFERENCE)
-    assert gap < 0.0025 + 3 * se / abs(REFERENCE), (finals, f"gap {gap:.3%}")
+    sd = max(float(np.std(finals, ddof=1)), CHAIN_SD)
+    se = float(np.sqrt(sd ** 2 / len(finals) + CHAIN_SD ** 2 / REFERENCE_CHAINS))
+    gap = mean - REFERENCE
+    assert abs(gap) < 4 * se, (finals, f"gap {gap:+.4f} = {gap / se:+.1f} se ({gap / abs(REFERENCE):+.3%})")
 
 
 @pytest.mark.parametrize("exchange", [["--exchange", "rotate"],
