@@ -1,6 +1,10 @@
 """HDP recovery of planted topics: a synthetic LDA corpus with 12 topics; from 1 and from 30
-initial topics, both kernels end with 12 +- 2 topics holding >= 1 % of the tokens, and the
-planted phi is recovered (Hungarian matching, mean total-variation distance).
+initial topics, both kernels end with 12 +- 2 topics holding >= 1 % of the tokens, and at least
+10 planted topics are recovered: a square Hungarian matching (padded with TV 1, so a missing or
+an extra topic costs a full unit instead of nothing) matches each to a found one at
+total-variation distance < 0.4 (mean of those < 0.25). Exact recovery (12 of 12) is not reached
+by every chain within 100 sweeps (see the test). Also: the default parallel kernel against the exact one from a
+common burned-in state (issue 36).
 
 Test-sized corpus (200 docs x 60 words, V=600; 100 sweeps). The issue's corpus (600 docs x 80
 words, V=1500, 500 sweeps) runs in scripts/bench_hdp.py --recovery (numbers in docs/benchmarks.md).
@@ -19,8 +23,13 @@ from jaxtopics.datasets import synthetic_lda
 from jaxtopics.fit import chain_keys, run_sweeps
 from jaxtopics.models import hdp
 
+from sharded_chains import assert_rejected, assert_same_level
+
 PLANTED = 12
 SWEEPS = 100
+#: a planted topic counts as recovered when matched at TV < 0.4: a topic that merges two planted
+#: ones lies at TV ~0.5 from each (half its mass is the other's), an unrelated one at ~0.9
+RECOVERED_TV = 0.4
 
 
 @functools.lru_cache(maxsize=None)
@@ -29,10 +38,20 @@ def _planted():
                          alpha=0.2, beta=0.05, seed=11)
 
 
-def _matched_tv(phi_true: np.ndarray, phi: np.ndarray) -> float:
-    cost = 0.5 * np.abs(phi_true[:, None, :] - phi[None, :, :]).sum(-1)
+def _square_match(phi_true: np.ndarray, phi: np.ndarray) -> tuple[np.ndarray, int]:
+    """Square matching of the planted topics to the found ones: the [S, S] total-variation
+    cost matrix (S = max(planted, found)) padded with TV 1 (the largest possible) for a
+    planted topic left without a found one or a found topic left without a planted one, so a
+    missing or an extra topic costs a full unit. Returns the S matched costs and the number of
+    planted topics recovered, matched to a found topic at TV < RECOVERED_TV."""
+    k, n = phi_true.shape[0], phi.shape[0]
+    size = max(k, n)
+    cost = np.ones((size, size))
+    cost[:k, :n] = 0.5 * np.abs(phi_true[:, None, :] - phi[None, :, :]).sum(-1)
     rows, cols = linear_sum_assignment(cost)
-    return float(cost[rows, cols].mean())
+    matched = cost[rows, cols]
+    recovered = int(np.sum((rows < k) & (cols < n) & (matched < RECOVERED_TV)))
+    return matched, recovered
 
 
 @pytest.mark.slow
@@ -51,9 +70,90 @@ def test_recovers_planted_topics_from_one_and_from_thirty(sampler: str) -> None:
         est = hdp.estimate(state, params)
         sizes = est["topic_sizes"]
         big = sizes >= 0.01 * corpus.num_tokens
-        tv = _matched_tv(syn.phi, est["phi"][big])
+        matched, recovered = _square_match(syn.phi, np.asarray(est["phi"])[big])
         print(f"{sampler} from {k0}: {int(big.sum())} topics >= 1% ({len(sizes)} active), "
-              f"matched TV {tv:.3f}, log joint/token {trace[-1].log_joint_per_token:.4f}")
+              f"recovered {recovered}, matched TV {np.round(matched, 3)}, "
+              f"log joint/token {trace[-1].log_joint_per_token:.4f}")
+        # not yet exact after 100 sweeps (measured: the exact kernel from 1 topic holds two
+        # planted topics merged, TV 0.41, and one missing; the parallel one from 30 one planted
+        # topic split in two): the count bar stays +- 2, now with missing and extra topics
+        # counted by the square matching instead of free
         assert abs(int(big.sum()) - PLANTED) <= 2, (sampler, k0, sizes)
-        assert tv < 0.25, (sampler, k0, tv)          # unrelated topics: TV ~0.9
+        assert recovered >= PLANTED - 2, (sampler, k0, matched)
+        good = matched[matched < RECOVERED_TV]
+        assert good.mean() < 0.25, (sampler, k0, matched)         # unrelated topics: TV ~0.9
         assert jax.numpy.sum(state.topic) == corpus.num_tokens
+
+
+# ------------------------------------------------------------------------------------------
+# the default parallel kernel against the exact one, from a common burned-in state
+
+CHAINS, CHAIN_SWEEPS, BURN_IN_CALLS = 12, 30, 15
+
+
+@functools.lru_cache(maxsize=None)
+def _small():
+    return synthetic_lda(num_docs=120, num_words=300, num_topics=PLANTED, mean_doc_length=50,
+                         alpha=0.2, beta=0.05, seed=11).corpus
+
+
+@functools.lru_cache(maxsize=None)
+def _hdp_chain(**settings):
+    """(params, data, jitted run(state, key) -> ((state, overflow), log joints)) for CHAIN_SWEEPS
+    sweeps. No split-merge moves: they are the same exact Metropolis-Hastings moves in both
+    kernels; what differs, and what is compared, is the blocked table and dish steps.
+    Capacities far above what the chains use (~12 topics, < 20 tables a document): no growth."""
+    params = hdp.check_params(hdp.Params(topic_capacity=64, table_capacity=48,
+                                         split_merge_steps=0, **settings))
+    data = hdp.prepare(_small(), params)
+
+    def run(st, key):
+        def body(carry, t):
+            st, overflow = carry
+            st, info = hdp.sweep(jax.random.fold_in(key, t), st, data, params)
+            return (st, overflow | info.overflow), hdp.log_joint(st, data, params)
+        return jax.lax.scan(body, (st, jax.numpy.bool_(False)), jax.numpy.arange(CHAIN_SWEEPS))
+    return params, data, jax.jit(run)
+
+
+@functools.lru_cache(maxsize=None)
+def _hdp_start():
+    """The common start: BURN_IN_CALLS x CHAIN_SWEEPS default parallel sweeps from a random
+    state with the 12 planted topics' number of initial topics (the chains' own compiled run)."""
+    params, data, run = _hdp_chain(sampler="parallel")
+    state = hdp.init(jax.random.key(0), data, params._replace(initial_topics=PLANTED))
+    for i in range(BURN_IN_CALLS):
+        (state, overflow), _ = run(state, jax.random.key(1000 + i))
+        assert not bool(overflow)
+    return state
+
+
+def _hdp_chain_means(**settings) -> np.ndarray:
+    """Per chain (keys 100..), the mean log joint per token over sweeps 16-30 from the start."""
+    _, _, run = _hdp_chain(**settings)
+    means = []
+    for c in range(CHAINS):
+        (_, overflow), lj = run(_hdp_start(), jax.random.key(100 + c))
+        assert not bool(overflow)
+        means.append(np.asarray(lj, np.float64)[CHAIN_SWEEPS // 2:].mean())
+    return np.asarray(means) / _small().num_tokens
+
+
+@pytest.mark.slow
+def test_default_parallel_kernel_matches_the_exact_kernel() -> None:
+    """The default parallel kernel (64 token blocks, dish_groups=1: every document's r-th table
+    draws its dish at once, each opener of a new dish its own topic) against the exact CRF
+    sampler (Teh et al. 2006, sec. 5.1). 120 planted LDA documents (12 topics, ~50 tokens); one
+    common state (450 default sweeps); 12 chains of each kernel run 30 sweeps; statistic: each
+    chain's mean log joint per token over sweeps 16-30. Two-sided bar: within 4 standard errors
+    of the difference (``assert_same_level``, false alarm ~6e-5). Negative control: the fully
+    synchronous sweep (num_blocks=1: every token's table at once), which must fail the same bar.
+    Measured: default -0.02 % = -0.2 se (se 0.11 %), control -3.8 % = -24 se. Offline, on 200
+    documents with split-merge moves (8 chains of 40 sweeps from a 100-sweep exact burn-in):
+    default +0.05 % = +0.7 se (se 0.07 %), dish_groups=D -0.05 % = -0.7 se, one block -3.1 % =
+    -34 se: no bias near the 0.40 % of issue 36 (a random-start spread, not the kernel)."""
+    exact = _hdp_chain_means(sampler="sequential")
+    default = _hdp_chain_means(sampler="parallel")
+    synchronous = _hdp_chain_means(sampler="parallel", num_blocks=1)
+    assert_same_level("HDP default parallel vs exact", exact, default)
+    assert_rejected("HDP one block vs exact", exact, synchronous)
