@@ -299,15 +299,15 @@ class Corpus:
         di = _as_int_value(d)
         if di is None or isinstance(d, float):
             raise TypeError(f"document index must be an int, got {d!r}")
-        if not 0 <= di < self.num_docs:
-            raise IndexError(f"document {di} out of range [0, {self.num_docs})")
-        return di
+        if not -self.num_docs <= di < self.num_docs:      # negative: from the end, as a list
+            raise IndexError(f"document {di} out of range [-{self.num_docs}, {self.num_docs})")
+        return di % self.num_docs
 
     def doc(self, d: int) -> np.ndarray:
         """The word ids of document ``d``.
 
         Args:
-            d: the document's index, in [0, D).
+            d: the document's index, in [-D, D) (negative: from the end, as for a list).
 
         Returns:
             int32 [tokens of d], a read-only view of ``word_ids``."""
@@ -318,7 +318,7 @@ class Corpus:
         """The tokens of document ``d`` as strings.
 
         Args:
-            d: the document's index, in [0, D).
+            d: the document's index, in [-D, D) (negative: from the end, as for a list).
 
         Returns:
             The words of its tokens, in order."""
@@ -340,7 +340,7 @@ class Corpus:
         """The label set of document ``d``.
 
         Args:
-            d: the document's index, in [0, D).
+            d: the document's index, in [-D, D) (negative: from the end, as for a list).
 
         Returns:
             Its labels (names) in the order given; () if the corpus has no label sets."""

@@ -181,6 +181,10 @@ def test_doc_index_errors():
     c = small()
     with pytest.raises(IndexError, match="document 3 out of range"):
         c.doc(3)
+    with pytest.raises(IndexError, match="document -4 out of range"):
+        c.doc(-4)
+    # negative indices count from the end, as for a list
+    assert c.words(-1) == c.words(c.num_docs - 1) and (c.doc(-3) == c.doc(0)).all()
     with pytest.raises(TypeError):
         c.doc(1.0)  # type: ignore[arg-type]
 

@@ -94,6 +94,9 @@ def test_a_vague_concentration_prior_keeps_the_chain_finite(sampler, tmp_path):
                sampler=sampler).fit(corpus, num_sweeps=20, seed=0, eval_every=1, progress=False)
     assert all(np.isfinite(p.log_joint_per_token) for p in m.trace)
     assert 0 < m.sampled_alpha < np.inf and 0 < m.sampled_gamma < np.inf
+    # the current values read as .alpha and .gamma, as DPMM's and DP-MRM's (review: HDP had none)
+    assert m.alpha == m.sampled_alpha == m.trace[-1].priors["alpha"]
+    assert m.gamma == m.sampled_gamma == m.trace[-1].priors["gamma"]
     ref = hdp.rebuild(m.state, hdp.prepare(corpus, m.params), m.params)
     for name, x, y in zip(m.state._fields, m.state, ref):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y), err_msg=name)

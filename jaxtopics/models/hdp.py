@@ -844,7 +844,7 @@ def estimate(state: State, params: Params) -> dict[str, Array]:
       prior mass of topic k, alpha m_k / (m + gamma), in place of a flat alpha_0; the mass of
       new topics, alpha gamma / (m + gamma), is left out and theta renormalised)
     plus num_active_topics, topic_sizes (tokens per topic), topic_tables (m_k) and the current
-    concentrations sampled_alpha, sampled_gamma.
+    concentrations alpha, gamma (also as sampled_alpha, sampled_gamma).
     """
     slots = active_topics(state)
     word_topic = np.asarray(state.word_topic)[:, slots].T.astype(np.float64)     # [K, V]
@@ -864,7 +864,8 @@ def estimate(state: State, params: Params) -> dict[str, Array]:
     return {"theta": theta.astype(np.float32), "phi": phi.astype(np.float32),
             "num_active_topics": np.int32(len(slots)), "topic_sizes": sizes.astype(np.int32),
             "topic_tables": m[slots].astype(np.int32),
-            "sampled_alpha": np.float32(alpha), "sampled_gamma": np.float32(gamma)}
+            "alpha": np.float32(alpha), "gamma": np.float32(gamma),     # the current ones
+            "sampled_alpha": np.float32(alpha), "sampled_gamma": np.float32(gamma)}  # older names
 
 
 def held_out_prior(state: State, params: Params):
