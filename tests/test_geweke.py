@@ -25,25 +25,24 @@ two-sided, Bonferroni over every statistic of every test in this file so that th
 false-alarm rate is at most FAMILY_ALPHA (normal theory; thousands of chains).
 
 Kernels: every model's exact ``sequential`` kernel with its default moves: Sentence-LDA with
-its split-merge move (``split_merge_steps=1``), DPMM with room for every partition (capacity D,
-no growth), HDP without its split-merge moves (``split_merge_steps=0``: vmapped over chains
-they ran > 6 min for 200 chains x 2 sweeps; one chain alone takes 0.5 ms a sweep, but compiling
-it costs ~20 s, past this file's budget). LDA's ``uncollapsed`` kernel passes the same test
-(``lda_spec("uncollapsed")``: measured |z| <= 2.1, its control z = +39) but its gamma draws
-take ~45 s, so it is not run here. Hyper-parameters are fixed (no learned priors, no sampled
-concentrations).
+its split-merge move (``split_merge_steps=1``), HDP with its 10 split-merge moves per sweep,
+DPMM with room for every partition (capacity D, no growth). LDA's ``uncollapsed`` kernel passes
+the same test (``lda_spec("uncollapsed")`` with threefry keys: measured |z| <= 2.1, its control
+z = +39) but its gamma draws take ~45 s, so it is not run here. Hyper-parameters are fixed (no
+learned priors, no sampled concentrations).
 
 Negative controls: the same bar must reject the same compiled kernel when the latents and words
 are drawn with 2x alpha (the kernel then targets a posterior unlike the joint drawn), or the bar
 could not fail; every control is rejected by a wide margin (|z| from 17 to 92 on its most
 sensitive statistic at these sizes). A historical bug is rejected too: DMM's sweep with
-TopicModel4J's (M - 1 + k alpha) prior denominator (|z| ~ 13, on a label-specific statistic).
+TopicModel4J's (M - 1 + k alpha) prior denominator (z = +10.8, on a label-specific statistic).
 
 The module layouts are built here from the words with jax (so that all chains run vmapped, each
 with its own words): the layouts of ``prepare`` with the word arrays replaced; where ``prepare``
 packs each document's or sentence's distinct words, the layout here lists every vocabulary word
 with its multiplicity (0 for absent words; V is tiny). `test_layouts_match_prepare` checks
-that these layouts give the states, log joints and sweeps of ``prepare``'s.
+that these layouts give the states and log joints of ``prepare``'s, and its sweeps or
+conditionals where the layouts differ.
 """
 
 from __future__ import annotations
@@ -63,8 +62,10 @@ from jaxtopics.models import dmm, dpmm, dpmrm, hdp, lda, ptm, slda
 FAMILY_ALPHA = 1e-3
 #: the PRNG of the draws here: XLA's RngBitGenerator compiles in a fraction of the time of
 #: threefry (whose rounds are unrolled into every random call), and compiling is most of the
-#: time of these tests; but the uncollapsed LDA kernel's gamma variates (a rejection loop that
-#: splits its key) run ~100x slower on vmapped rbg keys, so it keeps threefry
+#: time of these tests; but gamma variates (a rejection loop that splits its key: HDP's
+#: split-merge moves draw pi ~ Dir(m, gamma), LDA's uncollapsed kernel theta and phi) run
+#: orders of magnitude slower on vmapped rbg keys (500 chains of one HDP sweep: > 2 min against
+#: 25 ms), so those models keep threefry
 KEY_IMPL = "rbg"
 
 
@@ -643,8 +644,8 @@ MODELS = {
     "dmm": (dmm_spec, dict(alpha=2 * DMM_CASE["alpha"])),
     "dpmm": (dpmm_spec, dict(alpha=2 * DPMM_CASE["alpha"])),
     "ptm": (ptm_spec, dict(alpha=2 * PTM_CASE["alpha"])),
-    # split-merge moves off (see the module docstring)
-    "hdp": (lambda: hdp_spec(split_merge_steps=0), dict(alpha=2 * HDP_CASE["alpha"])),
+    # with its default split-merge moves, whose Dirichlet draws want threefry keys (KEY_IMPL)
+    "hdp": (hdp_spec, dict(alpha=2 * HDP_CASE["alpha"]), "threefry2x32"),
     "dpmrm": (dpmrm_spec, dict(alpha=2 * DPMRM_CASE["alpha"])),
 }
 #: independent successive-conditional chains, sweeps per chain, marginal-conditional draws
