@@ -103,3 +103,42 @@ def kernel_chain_means(module, params, data, start, key, chains: int, sweeps: in
     assert not np.asarray(over).any(), "test design: a chain ran out of capacity (grow the start)"
     lj = np.asarray(lj, np.float64) / num_tokens
     return lj.mean(axis=1)
+
+
+def sharded_chain_means(module, params, corpus, start, key, chains: int, sweeps: int,
+                        devices: int = 4, every: int = 1) -> np.ndarray:
+    """`chains` chains (vmapped; keys ``split(key, chains)``) of the sweep sharded over the first
+    `devices` devices (``jaxtopics.distributed``: the same per-shard sweep and exchanges the
+    facade's ``devices=`` runs), all started from the one-device state `start` (split into the
+    shards by ``distributed.shard_state``): per chain the mean log joint per token over its
+    second half, read every `every` sweeps (the statistic of ``kernel_chain_means``, so the two
+    compare). A chain that would need more capacity than `start` has fails the test design."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxtopics import distributed as dist
+
+    assert sweeps % (2 * every) == 0, "test design: sweeps a multiple of 2 * every"
+    mesh = dist.make_mesh(devices, jax.devices()[:devices])
+    sdata = dist.prepare(corpus, params, devices, module)
+    state, sdata = dist.place(dist.shard_state(start, sdata), sdata, mesh)
+
+    @jax.jit
+    def run(keys, state, sdata):
+        def chain(k):
+            def block(carry, b):
+                def one(i, c):
+                    st, over = c
+                    st, info = dist.sweep(jax.random.fold_in(k, b * every + i), st, sdata,
+                                          params, mesh)
+                    return st, over | jnp.asarray(getattr(info, "overflow", False))
+                carry = jax.lax.fori_loop(0, every, one, carry)
+                return carry, dist.log_joint(carry[0], sdata, params).astype(jnp.float32)
+            (_, over), lj = jax.lax.scan(block, (state, jnp.bool_(False)),
+                                         jnp.arange(sweeps // every))
+            return lj[lj.shape[0] // 2:], over
+        return jax.vmap(chain)(keys)
+
+    lj, over = run(jax.random.split(key, chains), state, sdata)
+    assert not np.asarray(over).any(), "test design: a chain ran out of capacity (grow the start)"
+    return np.asarray(lj, np.float64).mean(axis=1) / corpus.num_tokens

@@ -3,10 +3,10 @@ four CPU devices conftest.py creates, through the facade (``fit(..., devices=P)`
 
 - one device is bitwise the unsharded parallel kernel;
 - after a sharded fit the gathered global tables are the counts of the gathered assignments;
-- the same seed gives the same chain, and a saved and resumed sharded run equals the straight one;
-- quality (PTM): from one common state, sharded chains settle at the log joint of one-device
-  chains; DMM, DPMM and Sentence-LDA are held two-sided to the exact kernel in
-  test_kernel_quality.py.
+- the same seed gives the same chain, and a saved and resumed sharded run equals the straight one.
+
+Quality: the sharded chains of DMM, DPMM and Sentence-LDA are held two-sided to the exact kernel
+in test_kernel_quality.py, PTM's in test_ptm_quality.py.
 
 LDA's sharded sweep is tested in test_distributed.py.
 """
@@ -23,7 +23,6 @@ import jaxtopics as jt
 from jaxtopics import distributed as dist
 from jaxtopics.datasets import synthetic_dmm, synthetic_lda
 from jaxtopics.errors import ParameterError
-from sharded_chains import assert_not_below, resumed_chain_means
 
 CPUS = jax.devices("cpu")
 needs_4_default_devices = pytest.mark.skipif(len(jax.devices()) < 4,
@@ -138,37 +137,3 @@ def test_models_without_a_sharded_kernel_are_refused(corpora):
     assert dist.shard_refusal(types.ModuleType("toy"), None) == "toy has no sharded kernel"
     with pytest.raises(ParameterError, match="'parallel' kernel"):
         jt.DMM(num_clusters=4, sampler="sequential").fit(corpus, num_sweeps=1, devices=2)
-
-
-# -- quality: sharded chains settle where one-device chains do ---------------------------------
-
-QUALITY = {   # model: (estimator, corpus, documents, burn-in sweeps, sweeps per chain)
-    "ptm": (lambda: jt.PTM(num_topics=10, num_pseudo_docs=30), "tweet", 400, 30, 30),
-}
-CHAINS = 4
-
-
-@needs_4_default_devices
-@pytest.mark.parametrize("name", list(QUALITY))
-def test_four_devices_match_one_device_quality(name, tmp_path):
-    """PTM: from one common state (a one-device burn-in), CHAINS chains of the one-device
-    parallel kernel and CHAINS chains sharded over 4 devices (seeds 100..): the mean log joint
-    per token over each chain's second half, averaged over the chains. The sharded mean must not
-    lie below the one-device mean by more than 4 standard errors of the difference. (DMM, DPMM,
-    Sentence-LDA, LDA and DP-MRM are sharded against the exact kernel, two-sided, in
-    test_kernel_quality.py.) Measured (600 documents, 6 chains, 100 burn-in + 40 sweeps): PTM
-    -8.4869 / -8.4853."""
-    from jaxtopics.datasets import load_shared
-    from conftest import SHARED_DATA
-
-    make, data_name, docs, burn, sweeps = QUALITY[name]
-    try:
-        corpus = load_shared(data_name, root=SHARED_DATA)
-    except FileNotFoundError:
-        pytest.skip(f"shared data set {data_name} not present")
-    corpus = corpus.subset(np.arange(docs))
-    base = make().fit(corpus, num_sweeps=burn, seed=0, eval_every=burn, progress=False)
-    base.save(tmp_path / "start.jtm")
-    one, _ = resumed_chain_means(tmp_path / "start.jtm", corpus, sweeps, CHAINS, None)
-    four, _ = resumed_chain_means(tmp_path / "start.jtm", corpus, sweeps, CHAINS, 4)
-    assert_not_below(name, one, four)
