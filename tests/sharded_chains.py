@@ -73,12 +73,14 @@ def assert_rejected(name: str, reference: np.ndarray, control: np.ndarray, z: fl
 
 
 def kernel_chain_means(module, params, data, start, key, chains: int, sweeps: int,
-                       num_tokens: int, every: int = 2) -> np.ndarray:
+                       num_tokens: int, every: int = 2, extra=None):
     """`chains` vmapped chains of `module.sweep` under `params` (its `sampler` and `num_blocks`
     pick the kernel), all started from the one state `start`: per chain the mean log joint per
     token over its second half, read every `every` sweeps (the statistic `resumed_chain_means`
-    reads from a trace, so the two compare). Chains that would need more capacity than `start`
-    has (DPMM, DP-MRM: `SweepInfo.overflow`) fail the test design (grow `start` first)."""
+    reads from a trace, so the two compare). With `extra(state, data, params)` (a scalar
+    function of the chain's state), also that statistic per token, averaged over the same
+    points: then (log joint means, extra means). Chains that would need more capacity than
+    `start` has (DPMM, DP-MRM: `SweepInfo.overflow`) fail the test design (grow `start` first)."""
     import jax
     import jax.numpy as jnp
 
@@ -93,7 +95,11 @@ def kernel_chain_means(module, params, data, start, key, chains: int, sweeps: in
                     st, info = module.sweep(jax.random.fold_in(k, b * every + i), st, data, params)
                     return st, over | jnp.asarray(getattr(info, "overflow", False))
                 carry = jax.lax.fori_loop(0, every, one, carry)
-                return carry, module.log_joint(carry[0], data, params).astype(jnp.float32)
+                st = carry[0]
+                values = [module.log_joint(st, data, params)]
+                if extra is not None:
+                    values.append(extra(st, data, params))
+                return carry, jnp.stack(values).astype(jnp.float32)
             (_, over), lj = jax.lax.scan(block, (start, jnp.bool_(False)),
                                          jnp.arange(sweeps // every))
             return lj[lj.shape[0] // 2:], over
@@ -101,8 +107,8 @@ def kernel_chain_means(module, params, data, start, key, chains: int, sweeps: in
 
     lj, over = run(jax.random.split(key, chains))
     assert not np.asarray(over).any(), "test design: a chain ran out of capacity (grow the start)"
-    lj = np.asarray(lj, np.float64) / num_tokens
-    return lj.mean(axis=1)
+    means = (np.asarray(lj, np.float64) / num_tokens).mean(axis=1)      # [chains, statistics]
+    return means[:, 0] if extra is None else (means[:, 0], means[:, 1])
 
 
 def sharded_chain_means(module, params, corpus, start, key, chains: int, sweeps: int,

@@ -27,11 +27,19 @@ Sentence-LDA, Tweet for DMM and DPMM); DP-MRM needs documents with several label
 shared data lacks, so it runs on the planted multi-label corpus of test_distributed_dpmrm.py.
 The numbers measured are in docs/correctness.md ("Quality against the exact kernel").
 
-DP-MRM's synchronous sweep is not rejected at this size (measured with 8 chains x 40 sweeps:
--0.78 % = -3.2 se): its chains hop between table configurations (at the suite's 6 x 24 a
-chain's mean has sd ~0.05 nats/token on 3,600 tokens), and resolving it would take about 3x
-the tokens, minutes of suite time; so DP-MRM's default kernel is held to the two-sided bar
-(4 se, ~2 %) without a control that proves the bar's power.
+DP-MRM's chains hop between table configurations from the common start (sd of a chain's mean
+log joint 0.035-0.046 nats/token on the 3,621 planted tokens), so on the log joint the bar is
+~2 % and the synchronous sweep (measured -0.3 to -0.8 %, -0.7 to -3.2 se, 6-16 chains) is not
+rejected. The synchronous sweep's error sits in the topics' word counts (drawn against stale
+counts, its topics are smeared: the words' Polya evidence log p(w | topics) falls ~1.1 %, while
+the seating terms rise and partly cancel it in the total), and that term hardly feels the
+hopping of the seating (sd 0.012-0.017). Like the log joint it is a function of the chain's
+state, so a kernel with the exact law has the exact chains' mean of it too: DP-MRM is held to
+the two-sided bar on both, the log joint and the words' evidence per token, and its
+synchronous sweep must fail the bar on the words' evidence (``WORDS_CONTROL``). Measured
+(12 chains): default +0.2 se (log joint), -0.6 se (words' evidence); synchronous -1.11 % =
+-5.6 se on the words' evidence (16 chains, other keys: -6.9 se; 8 chains: -4.6 se, too close
+to the bar to prove its power, hence 12).
 """
 
 from __future__ import annotations
@@ -68,10 +76,11 @@ CASES = {
     "dmm": (lambda: jt.DMM(num_clusters=40), "tweet", 600, 40, 40, 8, 4),
     "dpmm": (lambda: jt.DPMM(alpha=30.0, beta=0.02), "tweet", 300, 30, 24, 6, 4),
     "dpmrm": (lambda: jt.DPMRM(alpha=1.0, beta=0.05, gamma=1.0, eta=1.0), "planted", 120, 40, 24,
-              6, 4),
+              12, 4),
 }
-#: models whose synchronous sweep the bar does not resolve at the suite's size (see the test)
-CONTROL_UNRESOLVED = {"dpmrm"}
+#: models whose synchronous sweep is rejected on the words' evidence per token, not on the log
+#: joint (see the top of the file)
+WORDS_CONTROL = {"dpmrm"}
 KERNELS = {"exact": dict(sampler="sequential"), "parallel": {},
            "synchronous": dict(num_blocks=1)}
 _DIR = tempfile.mkdtemp(prefix="jaxtopics-quality-")
@@ -95,10 +104,18 @@ def _start(name: str):
     return corpus, model, path
 
 
+def _words_evidence(state, data, params):
+    """log p(w | the topics' word counts): the Polya(beta) evidence of every topic's words, the
+    last term of DP-MRM's log joint (a function of the chain's state)."""
+    from jaxtopics.ops.polya import dirichlet_multinomial_log_evidence
+    return dirichlet_multinomial_log_evidence(state.word_topic, params.beta, axis=0)
+
+
 @functools.lru_cache(maxsize=None)
-def _chains(name: str, kernel: str) -> np.ndarray:
-    """Per-chain means (log joint per token, second half) of CHAINS vmapped chains of `kernel`
-    from the common start (capacities doubled first, so that no chain needs growth)."""
+def _runs(name: str, kernel: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """Per-chain means (per token, second half) of CHAINS vmapped chains of `kernel` from the
+    common start (capacities doubled first, so that no chain needs growth): the log joint and,
+    for WORDS_CONTROL models, the words' evidence (else None)."""
     corpus, model, _ = _start(name)
     *_, sweeps, chains, _ = CASES[name]
     module = model._module
@@ -108,22 +125,33 @@ def _chains(name: str, kernel: str) -> np.ndarray:
     if hasattr(module, "grow"):
         state = module.grow(state, data, params)
     key = jax.random.key(1000 + list(KERNELS).index(kernel))
-    return kernel_chain_means(module, params, data, state, key, chains, sweeps,
-                              corpus.num_tokens, EVERY)
+    extra = _words_evidence if name in WORDS_CONTROL else None
+    out = kernel_chain_means(module, params, data, state, key, chains, sweeps,
+                             corpus.num_tokens, EVERY, extra)
+    return out if extra is not None else (out, None)
+
+
+def _chains(name: str, kernel: str) -> np.ndarray:
+    """Per-chain means of the log joint per token (``_runs``)."""
+    return _runs(name, kernel)[0]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(CASES))
 def test_default_parallel_kernel_matches_exact_kernel(name: str) -> None:
     """The default parallel kernel's chains within 4 se of the exact kernel's, two-sided; the
-    fully synchronous sweep (num_blocks=1) outside that bar."""
+    fully synchronous sweep (num_blocks=1) outside that bar (DP-MRM: both on the words'
+    evidence per token too, the control rejected on it)."""
     exact, parallel = _chains(name, "exact"), _chains(name, "parallel")
     gap = parallel.mean() - exact.mean()
     print(f"\n{name}: parallel - exact = {gap:+.5f} nats/token = {gap / abs(exact.mean()):+.4%}")
     assert_same_level(f"{name} parallel", exact, parallel)
-    if name in CONTROL_UNRESOLVED:
-        return
-    sync = _chains(name, "synchronous")
+    if name in WORDS_CONTROL:
+        exact, parallel = _runs(name, "exact")[1], _runs(name, "parallel")[1]
+        sync = _runs(name, "synchronous")[1]
+        assert_same_level(f"{name} parallel, words' evidence", exact, parallel)
+    else:
+        sync = _chains(name, "synchronous")
     gap = sync.mean() - exact.mean()
     print(f"{name}: synchronous - exact = {gap:+.5f} = {gap / abs(exact.mean()):+.4%}")
     assert_rejected(f"{name} synchronous", exact, sync)
@@ -135,7 +163,8 @@ def test_default_parallel_kernel_matches_exact_kernel(name: str) -> None:
 def test_four_devices_match_exact_kernel(name: str) -> None:
     """Chains of the parallel kernel sharded over 4 devices (from the same start, through the
     facade) within 4 se of the exact kernel's chains, two-sided; as many chains of the
-    synchronous sweep fail that bar (its power with this few chains)."""
+    synchronous sweep fail that bar (its power with this few chains; not DP-MRM, whose control
+    is rejected on the words' evidence only, which the facade's trace does not hold)."""
     corpus, _, path = _start(name)
     *_, sweeps, _, sharded = CASES[name]
     exact = _chains(name, "exact")
@@ -145,6 +174,8 @@ def test_four_devices_match_exact_kernel(name: str) -> None:
     gap = four.mean() - exact.mean()
     print(f"\n{name}: 4 devices - exact = {gap:+.5f} = {gap / abs(exact.mean()):+.4%}")
     assert_same_level(f"{name} 4 devices", exact, four)
-    if name not in CONTROL_UNRESOLVED:      # the bar with this many chains still has the power
+    # the bar with this many chains still has the power; DP-MRM's sharded chains are read
+    # through the facade's trace (the log joint), where its control is not resolved
+    if name not in WORDS_CONTROL:
         assert_rejected(f"{name} synchronous, {sharded} chains", exact,
                         _chains(name, "synchronous")[:sharded])
