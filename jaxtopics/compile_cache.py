@@ -22,7 +22,8 @@ __all__ = ["ENV", "default_dir", "use_compilation_cache"]
 ENV = "JAXTOPICS_COMPILE_CACHE"
 #: values of the setting that turn the cache off
 OFF = ("off", "none", "0", "false", "no")
-#: programs that compile faster than this are not stored (a cache lookup costs ~ms)
+#: programs that compile faster than this are not stored (a cache lookup costs ~ms), unless
+#: ``JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS`` says otherwise
 MIN_COMPILE_SECONDS = 0.5
 
 
@@ -77,6 +78,8 @@ def use_compilation_cache(path: str | os.PathLike | None = None) -> Path | None:
                              f"({e.strerror or e}); give another folder or 'off' "
                              f"(${ENV}, --compile-cache)") from None
     jax.config.update("jax_compilation_cache_dir", str(folder))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    if "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS" not in os.environ:    # a user's setting wins
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
+    if "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES" not in os.environ:
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     return folder

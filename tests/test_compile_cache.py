@@ -26,11 +26,17 @@ print(json.dumps({"status": status, "hits": events["/jax/compilation_cache/cache
 """
 
 
+#: store every program, however fast it compiles (a small fit's compile a quiet CPU does in
+#: less than the default 0.5 s is not stored; a user's setting of these wins over jaxtopics')
+_STORE_ALL = {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+              "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
+
+
 def _demo(tmp_path, *flags: str, env: dict | None = None) -> dict:
     """`jaxtopics fit` of a small text file in a fresh process: its status and cache events."""
     environ = {k: v for k, v in os.environ.items()
                if k not in ("JAX_COMPILATION_CACHE_DIR", "JAXTOPICS_COMPILE_CACHE")}
-    environ.update(JAXTOPICS_CACHE=str(tmp_path / "home-cache"), **(env or {}))
+    environ.update(JAXTOPICS_CACHE=str(tmp_path / "home-cache"), **_STORE_ALL, **(env or {}))
     text = tmp_path / "docs.txt"
     text.write_text("".join(f"apple banana cherry w{d % 7} w{d % 5}\n" for d in range(30)))
     done = subprocess.run([sys.executable, "-c", _RUN, "fit", "--input", str(text),
@@ -81,7 +87,8 @@ def test_python_users_turn_it_on_once(tmp_path):
             "c = jt.Corpus.from_token_lists([['a', 'b', 'a'], ['b', 'c']])\n"
             "jt.LDA(num_topics=2).fit(c, num_sweeps=2, seed=0, progress=False)\n")
     environ = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
-    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "mine")], env=environ,
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "mine")],
+                          env=environ | _STORE_ALL,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(tmp_path / "mine") and any((tmp_path / "mine").iterdir())
