@@ -31,7 +31,19 @@ def _mix64(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> np.uint64(31))
 
 
-def _hash_sums(family: int, *columns: np.ndarray) -> np.ndarray:
+class _Positions:
+    """The column start, start + 1, ..., start + n - 1 (int64), made a chunk at a time: hashing
+    a corpus's token positions then holds no [N] int64 array (8 bytes per token)."""
+
+    def __init__(self, start: int, n: int):
+        self.start, self.shape = start, (n,)
+
+    def __getitem__(self, chunk: slice) -> np.ndarray:
+        lo, hi, _ = chunk.indices(self.shape[0])
+        return np.arange(self.start + lo, self.start + hi, dtype=np.int64)
+
+
+def _hash_sums(family: int, *columns: np.ndarray | _Positions) -> np.ndarray:
     """uint64 [2]: for two seeds of `family`, the sum (mod 2^64) over rows of the chained mix
     of the row's columns (non-negative integers): an order-sensitive digest that adds up over
     any split of the rows."""
@@ -87,14 +99,14 @@ def fingerprint_parts(corpus: Any, sentences: bool = False, offsets=(0, 0, 0, 0)
     documents, sentences and label entries, placed at global `offsets`."""
     t0, d0, s0, l0 = (int(x) for x in offsets)
     docs = d0 + np.arange(corpus.num_docs, dtype=np.int64)
-    parts = [_hash_sums(1, t0 + np.arange(corpus.num_tokens, dtype=np.int64), corpus.word_ids),
+    parts = [_hash_sums(1, _Positions(t0, corpus.num_tokens), corpus.word_ids),
              _hash_sums(2, docs, t0 + corpus.doc_offsets[:-1])]
     if sentences and corpus.sentence_offsets is not None:
         parts.append(_hash_sums(3, s0 + np.arange(corpus.num_sentences, dtype=np.int64),
                                 t0 + corpus.sentence_offsets[:-1]))
     if corpus.label_offsets is not None:
         parts.append(_hash_sums(4, docs, l0 + corpus.label_offsets[:-1]))
-        parts.append(_hash_sums(5, l0 + np.arange(corpus.label_ids.shape[0], dtype=np.int64),
+        parts.append(_hash_sums(5, _Positions(l0, corpus.label_ids.shape[0]),
                                 corpus.label_ids))
     return np.concatenate(parts)
 

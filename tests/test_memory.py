@@ -186,3 +186,23 @@ def test_top_words_of_many_topics_are_read_without_a_python_object_per_word(tiny
     with pytest.raises(ParameterError, match=r"topics out of range \[0, 5000\): \[-1, 5000\]"):
         model.top_word_ids(3, [0, -1, 7, 5000])
     assert "empty topics / clusters not shown" in model.summary()
+
+
+def test_lda_initialisation_holds_no_per_token_temporaries():
+    """A random LDA start is drawn and counted a block at a time: by XLA's own account of the
+    compiled program, its temporaries are a few block-sized arrays, not bytes per token (drawn
+    all at once it held 36 bytes per token: the random bits and the scatters' index arrays)."""
+    from jaxtopics.datasets import synthetic_lda
+    from jaxtopics.models import lda
+
+    corpus = synthetic_lda(num_docs=400, num_words=500, num_topics=5, mean_doc_length=100,
+                           seed=0).corpus
+    params = lda.Params(num_topics=5)
+    data = lda.prepare(corpus, params)
+    compiled = lda._init_random.lower(jax.random.PRNGKey(0), data, params).compile()
+    temp = compiled.memory_analysis().temp_size_in_bytes
+    assert temp < 2 * corpus.num_tokens, temp / corpus.num_tokens
+    state = lda.init(jax.random.PRNGKey(0), data, params)
+    assert lda.check_state(jax.device_get(state), params) is None     # counts agree with z
+    np.testing.assert_array_equal(np.bincount(np.asarray(state.z[:-1]), minlength=5),
+                                  np.asarray(state.topic))

@@ -452,6 +452,31 @@ def test_strided_layout_is_lane_aligned_and_invertible(n: int, b: int) -> None:
     np.testing.assert_array_equal(np.asarray(from_strided(to_strided(jnp.asarray(x), b), n)), x)
 
 
+@pytest.mark.parametrize("n,b,chunk", [(0, 4, 8), (1, 64, 8), (1001, 7, 1), (1001, 7, 50),
+                                        (4096, 16, 1 << 20), (5000, 64, 300)])
+def test_the_layout_built_a_piece_at_a_time_is_the_whole_arrays_layout(n, b, chunk) -> None:
+    """strided_from_chunks / strided_segments: the same [B, C] as to_strided of the whole array
+    (C-contiguous, padding filled), whatever the piece size; segments from offsets equal the
+    repeated segment ids (each token's document) without building them."""
+    from jaxtopics.ops import strided_from_chunks, strided_segments
+
+    rng = np.random.default_rng(n + b)
+    x = rng.integers(0, 100, size=(n, 2)).astype(np.int32)
+    width = strided_width(max(n, 1), b) + 3
+    whole = np.swapaxes(np.concatenate([x, np.full((b * width - n, 2), -1, np.int32)])
+                        .reshape(width, b, 2), 0, 1)
+    piecewise = strided_from_chunks(lambda lo, hi: x[lo:hi], n, b, np.int32, -1, width, (2,),
+                                    chunk=chunk)
+    assert piecewise.flags.c_contiguous
+    np.testing.assert_array_equal(piecewise, whole)
+    np.testing.assert_array_equal(to_strided(x, b, fill=-1, width=width), whole)
+    lengths = rng.integers(0, 6, size=max(1, n // 3))
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    np.testing.assert_array_equal(
+        strided_segments(offsets, b, fill=-1),
+        to_strided(np.repeat(np.arange(len(lengths), dtype=np.int32), lengths), b, fill=-1))
+
+
 def test_exchange_packs_arrays_into_one_all_gather_per_dtype() -> None:
     """Inside shard_map, exchange == one tiled all_gather of each array, whatever the mix of
     dtypes and trailing shapes, with one collective per dtype."""

@@ -27,6 +27,8 @@ that a token gathers one contiguous row) and ``topic`` [K] (n_k).
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -63,6 +65,7 @@ from ..ops import (
     row_group,
     sharded_sweep,
     table_cells,
+    strided_segments,
     to_strided,
 )
 from .base import Sharding
@@ -350,7 +353,7 @@ def prepare(corpus: Corpus, params: Params) -> Data:
         members, rank = jnp.asarray(members), jnp.asarray(to_strided(rank, b))
     return Data(
         word=jnp.asarray(to_strided(word_ids, b, fill=v)),
-        doc=jnp.asarray(to_strided(np.asarray(corpus.doc_index, np.int32), b)),
+        doc=jnp.asarray(strided_segments(corpus.doc_offsets, b)),    # no [N] doc_index on the host
         doc_start=jnp.asarray(corpus.doc_offsets[:-1].astype(np.int32)),
         doc_len=jnp.asarray(corpus.doc_lengths.astype(np.int32)),
         word_start=jnp.asarray(word_start), word_len=jnp.asarray(word_len),
@@ -422,11 +425,7 @@ def init(key: Array, data: Data, params: Params) -> State:
     n, d, v = _sizes(data)
     k = params.num_topics
     if params.init == "random":
-        if data.word_groups > 1:                     # z in the rotation layout
-            z = jnp.where(_valid(data), jax.random.randint(key, data.word.shape, 0, k), 0)
-        else:
-            z = jax.random.randint(key, (n,), 0, k)
-        return state_from_assignments(z, data, params)
+        return _init_random(key, data, params)
     if data.word_groups > 1:
         raise ParameterError("init='incremental' needs the whole word-topic table: a shard laid "
                              "out for word rotation starts with init='random'")
@@ -447,6 +446,40 @@ def init(key: Array, data: Data, params: Params) -> State:
     state, new = jax.lax.scan(block, empty, (_valid(data), data.doc, data.word,
                                              jnp.arange(data.word.shape[0])))
     return state._replace(z=jnp.append(_in_corpus_order(data, new), 0))
+
+
+@functools.partial(jax.jit, static_argnums=(2,))
+def _init_random(key: Array, data: Data, params: Params) -> State:
+    """Uniform initial topics and their counts, one compiled program with no [N] temporary
+    beyond z itself (run op by op, the random bits, corpus-order copies and the scatters'
+    operands were each an [N] buffer of their own: 70 bytes per token at the peak)."""
+    k = params.num_topics
+    if data.word_groups > 1:                     # z in the rotation layout
+        z = jnp.where(_valid(data), jax.random.randint(key, data.word.shape, 0, k), 0)
+        return state_from_assignments(z, data, params)
+    return _draw_uniform_blocks(key, data, params)
+
+
+def _draw_uniform_blocks(key: Array, data: Data, params: Params) -> State:
+    """z uniform, drawn a block of the layout at a time (row b from ``fold_in(key, b)``) and
+    counted as it is drawn: every temporary is one block's ([C]); drawing all N at once held
+    20 bytes per token of random bits and the scatters' [N, 2] index arrays 16 more."""
+    (n, d, v), k = _sizes(data), params.num_topics
+    rows, width = data.word.shape
+    alpha, beta = _initial_priors_traced(params)
+    empty = State(jnp.zeros((n + 1,), jnp.int32), jnp.zeros((d, k), jnp.int32),
+                  jnp.zeros((v, k), jnp.int32), jnp.zeros((k,), jnp.int32), alpha, beta)
+
+    def block(st, b):
+        new = jax.random.randint(jax.random.fold_in(key, b), (width,), 0, k)
+        weight = (data.word[b] < v).astype(jnp.int32)          # slots that hold a token
+        pos = jnp.where(weight > 0, b + rows * jnp.arange(width, dtype=jnp.int32), n)
+        return st._replace(z=st.z.at[pos].set(jnp.where(weight > 0, new, 0)),
+                           doc_topic=st.doc_topic.at[data.doc[b], new].add(weight),
+                           word_topic=st.word_topic.at[data.word[b], new].add(weight),
+                           topic=st.topic.at[new].add(weight)), None
+
+    return jax.lax.scan(block, empty, jnp.arange(rows))[0]
 
 
 def _conditional(doc_row: Array, word_row: Array, topic_row: Array, alpha: Array | float,

@@ -49,6 +49,8 @@ from .schedule import (
     round_up,
     strided_blocks,
     strided_width,
+    strided_from_chunks,
+    strided_segments,
     to_strided,
 )
 
@@ -95,6 +97,8 @@ __all__ = [
     "strided_width",
     "table_cells",
     "table_total",
+    "strided_from_chunks",
+    "strided_segments",
     "to_strided",
     "token_log_predictive",
     "uniform_index",

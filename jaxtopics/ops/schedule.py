@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 __all__ = ["strided_blocks", "grouped_counts", "pad_array", "pad_blocks", "to_strided",
-           "from_strided", "strided_width", "round_up", "LANE_MULTIPLE"]
+           "strided_from_chunks", "strided_segments", "from_strided", "strided_width", "round_up", "LANE_MULTIPLE"]
 
 
 def strided_width(num_items: int, num_blocks: int) -> int:
@@ -39,15 +39,45 @@ def to_strided(x, num_blocks: int, fill=0, width: int | None = None):
     x[b + B c]; slots past the end (b + B c >= N) hold `fill`. `width`: C (default the
     smallest, ``strided_width``; larger pads more). numpy in, numpy out (a reshape and a
     transpose); otherwise jax.numpy, as a gather from iota indices, which XLA writes in one pass
-    (its reshape-transpose of a padded copy went through one more [N] buffer)."""
+    (its reshape-transpose of a padded copy went through one more [N] buffer). The numpy result
+    is C-contiguous and written in place: no other [N] buffer exists on the way (host memory)."""
     n = x.shape[0]
     c = strided_width(n, num_blocks) if width is None else width
     if not isinstance(x, np.ndarray):
         index = (jnp.arange(num_blocks, dtype=jnp.int32)[:, None]
                  + num_blocks * jnp.arange(c, dtype=jnp.int32)[None, :])
         return jnp.take(x, index, axis=0, mode="fill", fill_value=fill)
-    x = np.concatenate([x, np.full((num_blocks * c - n,) + x.shape[1:], fill, x.dtype)])
-    return np.swapaxes(x.reshape((c, num_blocks) + x.shape[1:]), 0, 1)
+    return strided_from_chunks(lambda lo, hi: x[lo:hi], n, num_blocks, x.dtype, fill, c,
+                               x.shape[1:])
+
+
+def strided_from_chunks(items, num_items: int, num_blocks: int, dtype, fill=0,
+                        width: int | None = None, item_shape: tuple = (), chunk: int = 1 << 20):
+    """``to_strided`` of an [N, ...] array given a piece at a time: ``items(lo, hi)`` returns
+    items lo..hi-1. The [B, C] result (numpy, C-contiguous) is the only buffer of N items; a
+    piece is about `chunk` items (e.g. each token's document from the document offsets,
+    `strided_segments`, without an [N] array of them)."""
+    c = strided_width(num_items, num_blocks) if width is None else width
+    out = np.full((num_blocks, c) + tuple(item_shape), fill, dtype)
+    by_column = np.swapaxes(out, 0, 1)       # [C, B, ...], a view: slot (b, c) holds item b + B c
+    rows = max(1, chunk // num_blocks)       # whole columns of the layout per piece
+    for r in range(0, -(-num_items // num_blocks), rows):
+        lo, hi = r * num_blocks, min(num_items, (r + rows) * num_blocks)
+        piece = np.asarray(items(lo, hi), dtype)
+        full = (hi - lo) // num_blocks
+        by_column[r:r + full] = piece[:full * num_blocks].reshape((full, num_blocks) + piece.shape[1:])
+        if hi - lo > full * num_blocks:
+            by_column[r + full, :hi - lo - full * num_blocks] = piece[full * num_blocks:]
+    return out
+
+
+def strided_segments(offsets: np.ndarray, num_blocks: int, fill=0, width: int | None = None):
+    """int32 [B, C]: the strided layout of each item's segment s (the items offsets[s] ..
+    offsets[s+1]-1; e.g. each token's document), built from the offsets a piece at a time."""
+    offsets = np.asarray(offsets, np.int64)
+    return strided_from_chunks(
+        lambda lo, hi: np.searchsorted(offsets, np.arange(lo, hi), side="right") - 1,
+        int(offsets[-1]), num_blocks, np.int32, fill, width)
 
 
 def from_strided(blocked, num_items: int):
