@@ -424,8 +424,9 @@ def state_from_assignments(z: Array, data: Data, params: Params) -> State:
 
 
 def init(key: Array, data: Data, params: Params) -> State:
-    """Initial topics: uniform ("random"), or drawn block by block from (1) given the tokens of
-    the earlier blocks ("incremental"; O(N K) once, a far better start than uniform)."""
+    """Initial topics: uniform ("random"; a seeded chain's seed words in their topics,
+    ``seed_words.initial_topics``), or drawn block by block from (1) given the tokens of the
+    earlier blocks ("incremental"; O(N K) once, a far better start than uniform)."""
     n, d, v = _sizes(data)
     k = params.num_topics
     if params.init == "random":
@@ -433,6 +434,11 @@ def init(key: Array, data: Data, params: Params) -> State:
             z = jnp.where(_valid(data), jax.random.randint(key, data.word.shape, 0, k), 0)
         else:
             z = jax.random.randint(key, (n,), 0, k)
+        start = seed_words.initial_topics(params, v)
+        if start is not None:                        # seed words' tokens start in their topic
+            _, word, counted = _token_arrays(data)
+            seeded = jnp.where(counted > 0, jnp.take(start, word, mode="clip"), -1)
+            z = jnp.where(seeded.reshape(z.shape) >= 0, seeded.reshape(z.shape), z)
         return state_from_assignments(z, data, params)
     if data.word_groups > 1:
         raise ParameterError("init='incremental' needs the whole word-topic table: a shard laid "
