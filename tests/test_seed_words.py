@@ -211,7 +211,9 @@ def test_parallel_kernel_pulls_seed_words_into_their_topics(reuters) -> None:
     """On Reuters (K=10, the default parallel kernel and seed weight, 40 sweeps), two seed
     lists end up in the topics they are seeded in, in either placement: over half of their
     tokens sit in their topic ("church" also lives in other stories), its top word is a seed
-    and at least two seeds are in its top 10 (behaviour bars, not statistical ones); unseeded, the same chains put under a third of them in either topic."""
+    and at least two seeds are in its top 10 (behaviour bars, not statistical ones). The two
+    placements run the same seed, so a kernel that ignored the seeds would run the same chain
+    twice and put each list in the same topic both times: one placement would fail."""
     church = ["pope", "vatican", "catholic", "church"]
     russia = ["yeltsin", "russian", "moscow", "kremlin"]
     word_ids = np.asarray(reuters.word_ids)
