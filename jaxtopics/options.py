@@ -92,7 +92,13 @@ MODEL_OPTIONS: dict[str, tuple[Option, ...]] = {
             NUM_BLOCKS,
             Option("--mh-steps", "mh_steps", int, "LDA parallel: Metropolis-Hastings cycles "
                    "per token instead of an exact draw (default 0: exact; for very large K)"),
-            *LEARNED_PRIORS),
+            *LEARNED_PRIORS,
+            Option("--seed-words", "seed_words", str,
+                   "guided topics (LDA): a file of lines 'topic_id<TAB>word word ...' "
+                   "(docs/command-line.md)"),
+            Option("--seed-weight", "seed_weight", float,
+                   "guided topics (LDA): the prior pseudo-count of a seed word in its topic "
+                   "(default 1)")),
     "slda": (NUM_TOPICS, NUM_BLOCKS, SPLIT_MERGE_STEPS, *LEARNED_PRIORS),
     "ptm": (NUM_TOPICS,
             Option("--num-pseudo-docs", "num_pseudo_docs", int,

@@ -339,3 +339,32 @@ def test_unseeded_params_and_old_files_keep_the_symmetric_prior() -> None:
     """seed_words defaults to () (and is what a model file without the field ran with)."""
     assert lda.Params(3).seed_words == () and lda.PARAMS_ADDED_LATER["seed_words"] == ()
     assert seed_words.prior(lda.Params(3), 10) is None
+
+
+def test_cli_fit_with_a_seed_words_file(tmp_path, capsys) -> None:
+    """`jaxtopics fit --seed-words FILE --seed-weight W`: the saved model holds the seeds;
+    a bad file or an unknown word is one error line naming the line or the word."""
+    from jaxtopics.cli import main
+
+    src = tmp_path / "docs.txt"
+    src.write_text("\n".join(TEXTS), encoding="utf-8")
+    seeds = tmp_path / "seeds.tsv"
+    seeds.write_text("# guided topics\n1\tcar road\n0\tapple\n", encoding="utf-8")
+    base = ["fit", "--input", str(src), "--num-topics", "2", "--sweeps", "10", "--no-progress",
+            "--devices", "1"]
+    assert main([*base, "--out", str(tmp_path / "o"), "--seed-words", str(seeds),
+                 "--seed-weight", "3"]) == 0
+    vocab = Corpus.from_texts(TEXTS).vocab
+    saved = jt.load(tmp_path / "o" / "model.jtm")
+    assert saved.params.seed_words == ((0, vocab.index("apple"), 3.0),
+                                       (1, vocab.index("car"), 3.0), (1, vocab.index("road"), 3.0))
+    capsys.readouterr()
+    seeds.write_text("1\tcar\nx\tapple\n", encoding="utf-8")
+    assert main([*base, "--out", str(tmp_path / "p"), "--seed-words", str(seeds)]) == 2
+    assert "line 2" in capsys.readouterr().err
+    seeds.write_text("1\tcar bus\n", encoding="utf-8")
+    assert main([*base, "--out", str(tmp_path / "q"), "--seed-words", str(seeds)]) == 2
+    assert "'bus' (topic 1) is not in the corpus vocabulary" in capsys.readouterr().err
+    assert main(["fit", "--input", str(src), "--sweeps", "1", "--no-progress", "--devices", "1",
+                 "--out", str(tmp_path / "r"), "--model", "dmm", "--seed-words", str(seeds)]) == 2
+    assert "--seed-words does not apply to --model dmm" in capsys.readouterr().err
