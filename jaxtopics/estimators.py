@@ -354,6 +354,14 @@ class LDA(_Estimator):
         self._take_seed_words(seed_words, seed_weight, unknown_seed_words)
 
 
+#: why ``SentenceLDA(seed_words=...)`` is refused
+_SLDA_NO_SEEDS = (
+    "SentenceLDA does not support seed_words: a sentence's topic is drawn from the Polya "
+    "predictive of all its words at once (eq. 10, ops.block_log_predictive), whose per-topic "
+    "word prior is not wired through Sentence-LDA's kernels, split-merge moves, sharded sweeps "
+    "and read-outs; seed words are supported by LDA and PTM (jt.LDA or jt.PTM with seed_words)")
+
+
 class SentenceLDA(_Estimator):
     """Sentence-LDA: every sentence's tokens share one topic (seed 000 eq. 10-12).
 
@@ -378,6 +386,9 @@ class SentenceLDA(_Estimator):
         optimize_beta: learn beta.
         optimize_every, burn_in: sweeps between two updates; sweeps before the first.
         optimizer: "minka" (Minka's fixed point) or "optax" (L-BFGS); ``jaxtopics.hyper``.
+        seed_words: not supported (only None): seed words exist for LDA and PTM, whose token
+            step takes a per-topic word prior; Sentence-LDA's sentence draw, its split-merge
+            moves and its sharded sweeps are not wired for one (a ParameterError says so).
 
     Example:
         >>> import jaxtopics as jt
@@ -398,7 +409,9 @@ class SentenceLDA(_Estimator):
                  sampler: str = "parallel", *, num_blocks: int = 64, chunk_size: int = 8192,
                  split_merge_steps: int = 1, optimize_alpha: str | None = None,
                  optimize_beta: bool = False, optimize_every: int = 10, burn_in: int = 50,
-                 optimizer: str = "minka"):
+                 optimizer: str = "minka", seed_words: None = None):
+        if seed_words:
+            raise ParameterError(_SLDA_NO_SEEDS)
         self.params = slda.check_params(slda.Params(
             num_topics=num_topics, alpha=check_number(alpha, "alpha"), beta=check_number(beta, "beta"),
             sampler=sampler, num_blocks=num_blocks, chunk_size=chunk_size,
@@ -419,6 +432,10 @@ class PTM(_Estimator):
     ``optimize_beta``, ``optimize_every``, ``burn_in``, ``optimizer``): alpha from the
     pseudo-documents' topic counts, beta from the topics' word counts (lam stays fixed); the
     fitted ``alpha`` (a float, [K] when asymmetric) and ``beta`` are the values in use.
+    ``seed_words={topic: [words]}`` guides topics exactly as LDA's (``jaxtopics.seed_words``):
+    each seed word gets beta + ``seed_weight`` in its topic's row of the topic-word prior, used
+    by both kernels, the joint, phi, ``transform`` and the held-out scores; the fitted ``beta``
+    is then that [K, V] prior.
     See ``jaxtopics.models.ptm``.
 
     Args:
@@ -433,6 +450,11 @@ class PTM(_Estimator):
         optimize_beta: learn beta.
         optimize_every, burn_in: sweeps between two updates; sweeps before the first.
         optimizer: "minka" (Minka's fixed point) or "optax" (L-BFGS); ``jaxtopics.hyper``.
+        seed_words: {topic id: [words]} (or {topic id: {word: weight}}): guided topics; None:
+            the symmetric prior. Not with ``optimize_beta``.
+        seed_weight: the pseudo-count a listed seed word adds to its topic's prior (default 1).
+        unknown_seed_words: "error" (default: a seed word the corpus lacks is an error naming
+            it and its topic) or "skip" (it is left out).
 
     Example:
         >>> import jaxtopics as jt
@@ -448,13 +470,15 @@ class PTM(_Estimator):
                  beta: float = 0.01, lam: float = 0.1, sampler: str = "parallel", *,
                  num_blocks: int = 64, chunk_size: int = 8192, optimize_alpha: str | None = None,
                  optimize_beta: bool = False, optimize_every: int = 10, burn_in: int = 50,
-                 optimizer: str = "minka"):
+                 optimizer: str = "minka", seed_words: Mapping[int, Any] | None = None,
+                 seed_weight: float = _seeds.DEFAULT_WEIGHT, unknown_seed_words: str = "error"):
         self.params = ptm.check_params(ptm.Params(
             num_topics=num_topics, num_pseudo_docs=num_pseudo_docs, alpha=check_number(alpha, "alpha"),
             beta=check_number(beta, "beta"), lam=check_number(lam, "lam"),
             sampler=sampler, num_blocks=num_blocks, chunk_size=chunk_size,
             optimize_alpha=optimize_alpha, optimize_beta=optimize_beta,
             optimize_every=optimize_every, burn_in=burn_in, optimizer=optimizer))
+        self._take_seed_words(seed_words, seed_weight, unknown_seed_words)
 
 
 class DMM(_Estimator):
