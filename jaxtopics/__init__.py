@@ -8,7 +8,7 @@ Quick use::
     print(model.summary())
 """
 
-__version__ = "0.1.0"
+from ._version import __version__  # noqa: E402  (one source: jaxtopics/_version.py)
 
 from .errors import (  # noqa: E402
     CorpusError,

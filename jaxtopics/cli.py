@@ -147,6 +147,9 @@ def _estimator_options(args: argparse.Namespace) -> dict:
             continue
         if opt.arg not in own:
             raise JaxTopicsError(f"{opt.flag} does not apply to --model {args.model}")
+        if opt.arg == "seed_words":             # a file: {topic: [words]}
+            from .seed_words import read_file
+            value = read_file(value)
         kwargs[opt.arg] = value
     return kwargs
 

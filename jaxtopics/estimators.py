@@ -14,14 +14,15 @@ documents in ``new_documents.py`` and device resolution in ``devices.py``.
 
 from __future__ import annotations
 
+import copy
 import os
 from types import ModuleType
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
 import jax
 import numpy as np
 
-from . import memory, sampled_concentrations
+from . import memory, sampled_concentrations, seed_words as _seeds
 from .corpus import Corpus
 from .devices import _on_every_process, _require_same_settings
 from .errors import CorpusError, ParameterError
@@ -121,6 +122,11 @@ class _Estimator:
         """
         if not isinstance(corpus, Corpus):
             raise CorpusError(f"fit expects a jaxtopics.Corpus, got {type(corpus).__name__}")
+        resolved = self._for_corpus(corpus)
+        if resolved is not self:
+            return resolved.fit(corpus, num_sweeps, seed, eval_every=eval_every, progress=progress,
+                                checkpoint_every=checkpoint_every, checkpoint_path=checkpoint_path,
+                                devices=devices)
         _require_same_settings(**self.params._asdict(), model=self.name, num_sweeps=num_sweeps,
                                seed=seed, eval_every=eval_every, checkpoint_every=checkpoint_every,
                                devices=devices)
@@ -175,6 +181,9 @@ class _Estimator:
             >>> [chain.seed for chain in chains], [chain.sweeps_done for chain in chains]
             ([0, 1], [50, 50])
         """
+        if isinstance(corpus, Corpus) and self._for_corpus(corpus) is not self:
+            return self._for_corpus(corpus).fit_chains(corpus, num_sweeps, seeds,
+                                                       eval_every=eval_every)
         seeds = [check_seed(s) for s in seeds]
         if not seeds:
             raise ParameterError("seeds must list at least one seed")
@@ -204,6 +213,35 @@ class _Estimator:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({params_repr(self.params)})"
+
+    #: seed words given by their strings, resolved against a corpus at fit time (None: none)
+    _seed_spec: tuple | None = None
+
+    def _for_corpus(self, corpus: Corpus) -> "_Estimator":
+        """This estimator with what depends on the corpus resolved (seed words given as strings:
+        a copy whose Params hold their word ids); itself when nothing does."""
+        if self._seed_spec is None:
+            return self
+        spec, weight, unknown = self._seed_spec
+        resolved = copy.copy(self)
+        resolved._seed_spec = None
+        resolved.params = self.module.check_params(self.params._replace(
+            seed_words=_seeds.resolve(spec, corpus.vocab, self.params.num_topics, weight, unknown)))
+        return resolved
+
+    def _take_seed_words(self, seed_words: Mapping | None, seed_weight: float,
+                         unknown_seed_words: str) -> None:
+        """Check the seed words' form now (topics, strings, weights; the words themselves are
+        matched to the vocabulary at fit time) and keep them for :meth:`_for_corpus`."""
+        _seeds.resolve(seed_words, (), self.params.num_topics, seed_weight, "skip")
+        if unknown_seed_words not in ("error", "skip"):
+            raise ParameterError(f"unknown_seed_words must be 'error' or 'skip', got "
+                                 f"{unknown_seed_words!r}")
+        if seed_words:
+            self._seed_spec = (dict(seed_words), float(seed_weight), unknown_seed_words)
+            # the seeds' settings checks (optimize_beta, mh_steps) apply before fit too
+            self.module.check_params(self.params._replace(
+                seed_words=tuple((int(t), 0, 1.0) for t in seed_words)))
 
     def _check_memory(self, init_key: jax.Array, data: Any) -> None:
         """Refuse (``memory.check_fits``) a state that cannot fit on the device with what it
@@ -260,6 +298,10 @@ class LDA(_Estimator):
     priors from the chain (``jaxtopics.hyper``: the Dirichlet-multinomial evidence of the counts,
     every ``optimize_every`` sweeps after ``burn_in``); the fitted ``alpha`` (a float, [K] when
     asymmetric) and ``beta`` are the values in use.
+    ``seed_words={topic: [words]}`` guides topics (``jaxtopics.seed_words``): each seed word gets
+    beta + ``seed_weight`` in its topic's row of the topic-word prior (beta elsewhere), used by
+    every kernel, the joint, phi, ``transform`` and the held-out scores; the fitted ``beta`` is
+    then that [K, V] prior. The words are matched to the corpus vocabulary at fit time.
     See ``jaxtopics.models.lda`` for the kernels and their equations.
 
     Args:
@@ -276,6 +318,11 @@ class LDA(_Estimator):
         optimize_beta: learn beta.
         optimize_every, burn_in: sweeps between two updates; sweeps before the first.
         optimizer: "minka" (Minka's fixed point) or "optax" (L-BFGS); ``jaxtopics.hyper``.
+        seed_words: {topic id: [words]} (or {topic id: {word: weight}}): guided topics; None:
+            the symmetric prior. Not with ``optimize_beta`` or ``mh_steps``.
+        seed_weight: the pseudo-count a listed seed word adds to its topic's prior (default 1).
+        unknown_seed_words: "error" (default: a seed word the corpus lacks is an error naming
+            it and its topic) or "skip" (it is left out).
 
     Example:
         >>> import jaxtopics as jt
@@ -296,13 +343,23 @@ class LDA(_Estimator):
                  chunk_size: int = 8192, init: str = "random", sync_every: int = 4,
                  exchange: str = "rotate", optimize_alpha: str | None = None,
                  optimize_beta: bool = False, optimize_every: int = 10, burn_in: int = 50,
-                 optimizer: str = "minka"):
+                 optimizer: str = "minka", seed_words: Mapping[int, Any] | None = None,
+                 seed_weight: float = _seeds.DEFAULT_WEIGHT, unknown_seed_words: str = "error"):
         self.params = lda.check_params(lda.Params(
             num_topics=num_topics, alpha=check_number(alpha, "alpha"), beta=check_number(beta, "beta"),
             sampler=sampler, num_blocks=num_blocks, mh_steps=mh_steps, chunk_size=chunk_size,
             init=init, sync_every=sync_every, exchange=exchange, optimize_alpha=optimize_alpha,
             optimize_beta=optimize_beta, optimize_every=optimize_every, burn_in=burn_in,
             optimizer=optimizer))
+        self._take_seed_words(seed_words, seed_weight, unknown_seed_words)
+
+
+#: why ``SentenceLDA(seed_words=...)`` is refused
+_SLDA_NO_SEEDS = (
+    "SentenceLDA does not support seed_words: a sentence's topic is drawn from the Polya "
+    "predictive of all its words at once (eq. 10, ops.block_log_predictive), whose per-topic "
+    "word prior is not wired through Sentence-LDA's kernels, split-merge moves, sharded sweeps "
+    "and read-outs; seed words are supported by LDA and PTM (jt.LDA or jt.PTM with seed_words)")
 
 
 class SentenceLDA(_Estimator):
@@ -329,6 +386,9 @@ class SentenceLDA(_Estimator):
         optimize_beta: learn beta.
         optimize_every, burn_in: sweeps between two updates; sweeps before the first.
         optimizer: "minka" (Minka's fixed point) or "optax" (L-BFGS); ``jaxtopics.hyper``.
+        seed_words: not supported (only None): seed words exist for LDA and PTM, whose token
+            step takes a per-topic word prior; Sentence-LDA's sentence draw, its split-merge
+            moves and its sharded sweeps are not wired for one (a ParameterError says so).
 
     Example:
         >>> import jaxtopics as jt
@@ -349,7 +409,9 @@ class SentenceLDA(_Estimator):
                  sampler: str = "parallel", *, num_blocks: int = 64, chunk_size: int = 8192,
                  split_merge_steps: int = 1, optimize_alpha: str | None = None,
                  optimize_beta: bool = False, optimize_every: int = 10, burn_in: int = 50,
-                 optimizer: str = "minka"):
+                 optimizer: str = "minka", seed_words: None = None):
+        if seed_words:
+            raise ParameterError(_SLDA_NO_SEEDS)
         self.params = slda.check_params(slda.Params(
             num_topics=num_topics, alpha=check_number(alpha, "alpha"), beta=check_number(beta, "beta"),
             sampler=sampler, num_blocks=num_blocks, chunk_size=chunk_size,
@@ -370,6 +432,10 @@ class PTM(_Estimator):
     ``optimize_beta``, ``optimize_every``, ``burn_in``, ``optimizer``): alpha from the
     pseudo-documents' topic counts, beta from the topics' word counts (lam stays fixed); the
     fitted ``alpha`` (a float, [K] when asymmetric) and ``beta`` are the values in use.
+    ``seed_words={topic: [words]}`` guides topics exactly as LDA's (``jaxtopics.seed_words``):
+    each seed word gets beta + ``seed_weight`` in its topic's row of the topic-word prior, used
+    by both kernels, the joint, phi, ``transform`` and the held-out scores; the fitted ``beta``
+    is then that [K, V] prior.
     See ``jaxtopics.models.ptm``.
 
     Args:
@@ -384,6 +450,11 @@ class PTM(_Estimator):
         optimize_beta: learn beta.
         optimize_every, burn_in: sweeps between two updates; sweeps before the first.
         optimizer: "minka" (Minka's fixed point) or "optax" (L-BFGS); ``jaxtopics.hyper``.
+        seed_words: {topic id: [words]} (or {topic id: {word: weight}}): guided topics; None:
+            the symmetric prior. Not with ``optimize_beta``.
+        seed_weight: the pseudo-count a listed seed word adds to its topic's prior (default 1).
+        unknown_seed_words: "error" (default: a seed word the corpus lacks is an error naming
+            it and its topic) or "skip" (it is left out).
 
     Example:
         >>> import jaxtopics as jt
@@ -399,13 +470,15 @@ class PTM(_Estimator):
                  beta: float = 0.01, lam: float = 0.1, sampler: str = "parallel", *,
                  num_blocks: int = 64, chunk_size: int = 8192, optimize_alpha: str | None = None,
                  optimize_beta: bool = False, optimize_every: int = 10, burn_in: int = 50,
-                 optimizer: str = "minka"):
+                 optimizer: str = "minka", seed_words: Mapping[int, Any] | None = None,
+                 seed_weight: float = _seeds.DEFAULT_WEIGHT, unknown_seed_words: str = "error"):
         self.params = ptm.check_params(ptm.Params(
             num_topics=num_topics, num_pseudo_docs=num_pseudo_docs, alpha=check_number(alpha, "alpha"),
             beta=check_number(beta, "beta"), lam=check_number(lam, "lam"),
             sampler=sampler, num_blocks=num_blocks, chunk_size=chunk_size,
             optimize_alpha=optimize_alpha, optimize_beta=optimize_beta,
             optimize_every=optimize_every, burn_in=burn_in, optimizer=optimizer))
+        self._take_seed_words(seed_words, seed_weight, unknown_seed_words)
 
 
 class DMM(_Estimator):

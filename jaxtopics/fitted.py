@@ -764,6 +764,9 @@ def _shown_param(name: str, value: Any, estimates: dict[str, np.ndarray],
     estimates as ``sampled_<name>``, e.g. HDP's alpha and gamma, or as `name` in a chain with
     `sampled_chain`: DPMM's and DP-MRM's ``resample_concentrations``) or learns (LDA's alpha and
     beta) shows the value in use."""
+    if name == "seed_words":
+        from .seed_words import describe
+        return f"seed_words={describe(value)}"
     sampled = estimates.get(f"sampled_{name}")
     if sampled is not None and float(sampled) != float(np.float32(value)):
         return f"{name}={float(sampled):.4g} (sampled; started at {value})"

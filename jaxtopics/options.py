@@ -79,6 +79,13 @@ OPTIMIZER = Option("--optimizer", "optimizer", str,
                    "learned priors (lda, slda, ptm, dmm): minka (Minka's fixed point, the "
                    "default) or optax (L-BFGS on the same evidence)", choices=("minka", "optax"))
 LEARNED_PRIORS = (OPTIMIZE_ALPHA, OPTIMIZE_BETA, OPTIMIZE_EVERY, BURN_IN, OPTIMIZER)
+# seed words (guided topics, ``jaxtopics.seed_words``), the same flags for lda and ptm
+SEED_WORDS = (Option("--seed-words", "seed_words", str,
+                     "guided topics (lda, ptm): a file of lines 'topic_id<TAB>word word ...' "
+                     "(docs/command-line.md)"),
+              Option("--seed-weight", "seed_weight", float,
+                     "guided topics (lda, ptm): the prior pseudo-count of a seed word in its "
+                     "topic (default 1)"))
 
 #: model name (``--model``) -> its own options, beyond SHARED_OPTIONS
 MODEL_OPTIONS: dict[str, tuple[Option, ...]] = {
@@ -92,13 +99,13 @@ MODEL_OPTIONS: dict[str, tuple[Option, ...]] = {
             NUM_BLOCKS,
             Option("--mh-steps", "mh_steps", int, "LDA parallel: Metropolis-Hastings cycles "
                    "per token instead of an exact draw (default 0: exact; for very large K)"),
-            *LEARNED_PRIORS),
+            *LEARNED_PRIORS, *SEED_WORDS),
     "slda": (NUM_TOPICS, NUM_BLOCKS, SPLIT_MERGE_STEPS, *LEARNED_PRIORS),
     "ptm": (NUM_TOPICS,
             Option("--num-pseudo-docs", "num_pseudo_docs", int,
                    "P, the number of pseudo-documents (PTM)"),
             Option("--lam", "lam", float, "Dirichlet over pseudo-documents (PTM, default 0.1)"),
-            NUM_BLOCKS, *LEARNED_PRIORS),
+            NUM_BLOCKS, *LEARNED_PRIORS, *SEED_WORDS),
     "dpmrm": (GAMMA,
               Option("--eta", "eta", float, "Dirichlet over a document's labels (dpmrm)"),
               INITIAL_TOPICS, NUM_BLOCKS, *CONCENTRATIONS),

@@ -37,7 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from .. import learned_priors
+from .. import learned_priors, seed_words
 from ..corpus import Corpus
 from ..errors import ParameterError
 from ..validate import (FLOAT32_MAX, INT32_MAX, MAX_BLOCKS, check_float32, check_int,
@@ -98,7 +98,8 @@ SHARDING = Sharding(
 )
 #: parameters added after model files of format 2 were written, with the value older files ran
 #: with (not today's default); every other parameter must be in a model file
-PARAMS_ADDED_LATER = {"sync_every": 1, "exchange": "moves", **learned_priors.DEFAULTS}
+PARAMS_ADDED_LATER = {"sync_every": 1, "exchange": "moves", **learned_priors.DEFAULTS,
+                      **seed_words.DEFAULTS}
 #: State fields added after model files were written: a function of the file's params giving
 #: the value the chain had (learned priors: the fixed ones it ran with)
 STATE_ADDED_LATER = learned_priors.state_added_later(lambda params: params.num_topics)
@@ -149,6 +150,10 @@ class Params(NamedTuple):
     (:func:`learn`); `alpha` and `beta` are their starting values, the learned ones are chain
     state (``State.alpha``, ``State.beta``). optimizer: "minka" (default: Minka's fixed point)
     or "optax" (L-BFGS on log alpha; the same optimum).
+    seed_words: guided topics (``jaxtopics.seed_words``): (topic, word id, weight) triples, each
+    giving beta_kw = beta + weight in its topic's row; every kernel, the joint and phi then use
+    the per-topic prior (S) of that module. () (default): the symmetric beta. Not with
+    ``optimize_beta`` or ``mh_steps > 0``.
     """
 
     num_topics: int
@@ -166,6 +171,7 @@ class Params(NamedTuple):
     optimize_every: int = 10
     burn_in: int = 50
     optimizer: str = "minka"
+    seed_words: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -274,7 +280,7 @@ def check_params(params: Params) -> Params:
                              f"alpha only, got mh_steps={sizes['mh_steps']}")
     return params._replace(num_topics=k, alpha=alpha, beta=beta, sampler=str(params.sampler),
                            init=str(params.init), exchange=str(params.exchange), **sizes,
-                           **learning)
+                           **learning, seed_words=seed_words.check(params))
 
 
 def initial_priors(params: Params) -> tuple[np.ndarray, np.ndarray]:
@@ -341,6 +347,7 @@ def prepare(corpus: Corpus, params: Params) -> Data:
     if params.beta * corpus.num_words > FLOAT32_MAX:
         raise ParameterError(f"beta = {params.beta!r} is too large for a vocabulary of "
                              f"{corpus.num_words} words: V * beta overflows float32")
+    seed_words.check_vocabulary(params, corpus.num_words)
     n, v, b = corpus.num_tokens, corpus.num_words, params.num_blocks
     word_ids = np.asarray(corpus.word_ids, np.int32)
     word_len = np.bincount(word_ids, minlength=v).astype(np.int32)
@@ -420,8 +427,9 @@ def state_from_assignments(z: Array, data: Data, params: Params) -> State:
 
 
 def init(key: Array, data: Data, params: Params) -> State:
-    """Initial topics: uniform ("random"), or drawn block by block from (1) given the tokens of
-    the earlier blocks ("incremental"; O(N K) once, a far better start than uniform)."""
+    """Initial topics: uniform ("random"; a seeded chain's seed words in their topics,
+    ``seed_words.initial_topics``), or drawn block by block from (1) given the tokens of the
+    earlier blocks ("incremental"; O(N K) once, a far better start than uniform)."""
     n, d, v = _sizes(data)
     k = params.num_topics
     if params.init == "random":
@@ -432,11 +440,13 @@ def init(key: Array, data: Data, params: Params) -> State:
     empty = State(jnp.zeros((n + 1,), jnp.int32), jnp.zeros((d, k), jnp.int32),
                   jnp.zeros((v, k), jnp.int32), jnp.zeros((k,), jnp.int32),
                   *_initial_priors_traced(params))
+    prior = seed_words.prior(params, v)
 
     def block(st, xs):
         valid, doc, word, b = xs
         u = jax.random.uniform(jax.random.fold_in(key, b), doc.shape)
-        new = chunked_map(lambda c: _dense_block_draw(*c, st, params, v, exclude_own=False),
+        new = chunked_map(lambda c: _dense_block_draw(*c, st, params, v, exclude_own=False,
+                                                      prior=prior),
                           (u, doc, word, jnp.zeros_like(doc)), _draw_chunk(params, doc.shape[0]))
         weight = valid.astype(jnp.int32)          # tokens join the counts: one scatter per table
         return st._replace(doc_topic=st.doc_topic.at[doc, new].add(weight),
@@ -450,12 +460,18 @@ def init(key: Array, data: Data, params: Params) -> State:
 
 @functools.partial(jax.jit, static_argnums=(2,))
 def _init_random(key: Array, data: Data, params: Params) -> State:
-    """Uniform initial topics and their counts, one compiled program with no [N] temporary
+    """Uniform initial topics (a seeded chain: its seed words' tokens in their topics) and
+    their counts, one compiled program with no [N] temporary
     beyond z itself (run op by op, the random bits, corpus-order copies and the scatters'
     operands were each an [N] buffer of their own: 70 bytes per token at the peak)."""
     k = params.num_topics
     if data.word_groups > 1:                     # z in the rotation layout
         z = jnp.where(_valid(data), jax.random.randint(key, data.word.shape, 0, k), 0)
+        start = seed_words.initial_topics(params, _sizes(data)[2])
+        if start is not None:                    # seed words' tokens start in their topic
+            _, word, counted = _token_arrays(data)
+            seeded = jnp.where(counted > 0, jnp.take(start, word, mode="clip"), -1)
+            z = jnp.where(seeded.reshape(z.shape) >= 0, seeded.reshape(z.shape), z)
         return state_from_assignments(z, data, params)
     return _draw_uniform_blocks(key, data, params)
 
@@ -470,8 +486,13 @@ def _draw_uniform_blocks(key: Array, data: Data, params: Params) -> State:
     empty = State(jnp.zeros((n + 1,), jnp.int32), jnp.zeros((d, k), jnp.int32),
                   jnp.zeros((v, k), jnp.int32), jnp.zeros((k,), jnp.int32), alpha, beta)
 
+    start = seed_words.initial_topics(params, v)   # a seeded chain: seed words in their topic
+
     def block(st, b):
         new = jax.random.randint(jax.random.fold_in(key, b), (width,), 0, k)
+        if start is not None:
+            seeded = jnp.take(start, data.word[b], mode="clip")
+            new = jnp.where(seeded >= 0, seeded, new)
         weight = (data.word[b] < v).astype(jnp.int32)          # slots that hold a token
         pos = jnp.where(weight > 0, b + rows * jnp.arange(width, dtype=jnp.int32), n)
         return st._replace(z=st.z.at[pos].set(jnp.where(weight > 0, new, 0)),
@@ -483,11 +504,12 @@ def _draw_uniform_blocks(key: Array, data: Data, params: Params) -> State:
 
 
 def _conditional(doc_row: Array, word_row: Array, topic_row: Array, alpha: Array | float,
-                 beta: Array | float, v: int) -> Array:
-    """Eq. (1) from count rows that already exclude the token itself."""
+                 beta: Array | float, v: int, beta_total: Array | None = None) -> Array:
+    """Eq. (1) from count rows that already exclude the token itself; with `beta_total` [K]
+    (seed words), `beta` is the word's prior row beta_.w [K] and (S) of ``seed_words``."""
     return ((doc_row.astype(jnp.float32) + alpha)
             * (word_row.astype(jnp.float32) + beta)
-            / (topic_row.astype(jnp.float32) + v * beta))
+            / (topic_row.astype(jnp.float32) + (v * beta if beta_total is None else beta_total)))
 
 
 def _apply_moves(state: State, pos: Array | None, doc: Array, word: Array, old: Array, new: Array,
@@ -514,12 +536,15 @@ def _apply_moves(state: State, pos: Array | None, doc: Array, word: Array, old: 
 def _sequential_sweep(key: Array, state: State, data: Data, params: Params) -> tuple[State, SweepInfo]:
     n, _, v = _sizes(data)
     u = jax.random.uniform(key, (n,))
+    prior = seed_words.prior(params, v)
 
     def step(i, carry):
         st, changed = carry
         d, w, s = _token_at(data.doc, i), _token_at(data.word, i), st.z[i]
+        alpha, beta = _priors(st, params)
+        beta, total = (beta, None) if prior is None else (prior[0][w], prior[1])
         weights = _conditional(st.doc_topic[d].at[s].add(-1), st.word_topic[w].at[s].add(-1),
-                               st.topic.at[s].add(-1), *_priors(st, params), v)
+                               st.topic.at[s].add(-1), alpha, beta, v, total)
         t = categorical(u[i][None], weights[None])
         one = jnp.ones((1,), bool)
         st = _apply_moves(st, i[None], d[None], w[None], s[None], t, one)
@@ -530,12 +555,20 @@ def _sequential_sweep(key: Array, state: State, data: Data, params: Params) -> t
 
 
 def _dense_block_draw(u: Array, doc: Array, word: Array, old: Array, state: State,
-                      params: Params, v: int, exclude_own: bool = True) -> Array:
+                      params: Params, v: int, exclude_own: bool = True,
+                      prior: tuple[Array, Array] | None = None,
+                      prior_word: Array | None = None) -> Array:
     """Exact draw from (1) for a chunk of tokens against fixed counts (own token at `old`
-    excluded when `exclude_own`); ``ops.collapsed_topic_draw`` with the document as the group."""
+    excluded when `exclude_own`); ``ops.collapsed_topic_draw`` with the document as the group.
+    `prior`: a seeded chain's (beta [V, K], its column sums) (``seed_words.prior``), its rows
+    read at `prior_word` (the tokens' global word ids; default `word`)."""
     alpha, beta = _priors(state, params)
+    total = None
+    if prior is not None:
+        beta, total = jnp.take(prior[0], word if prior_word is None else prior_word, axis=0,
+                               mode="clip"), prior[1]
     return collapsed_topic_draw(u, state.doc_topic[doc], state.word_topic[word], state.topic, old,
-                                alpha, beta, v, exclude_own)
+                                alpha, beta, v, exclude_own, beta_total=total)
 
 
 def _mh_block_draw(u: Array, pos: Array, doc: Array, word: Array, rank: Array, old: Array,
@@ -716,6 +749,7 @@ def _blocked_sweep(key: Array, state: State, data: Data, params: Params,
     delayed = every > 1
     rotated = data.word_groups > 1
     word_rows = _word_rows(data)
+    prior = seed_words.prior(params, v) if exact else None
 
     def flushed(st, pending):
         """The state with the last block's new topics written into z."""
@@ -738,11 +772,14 @@ def _blocked_sweep(key: Array, state: State, data: Data, params: Params,
             block_key = jax.random.fold_in(key, b)      # once per block, not per chunk
 
             def draw(c):          # a chunk's uniforms are made in the chunk (one fused loop)
-                at, doc_c, word_c, old_c = c
+                at, doc_c, word_c, old_c = c[:4]
                 u = block_uniforms(block_key, None, (width,), positions=at)
-                return _dense_block_draw(u, doc_c, word_c, old_c, st, params, v)
-            new = jnp.where(valid, chunked_map(draw, (jnp.arange(width), doc, word, old), chunk),
-                            0)
+                return _dense_block_draw(u, doc_c, word_c, old_c, st, params, v, prior=prior,
+                                         prior_word=c[4] if len(c) > 4 else None)
+            cs = (jnp.arange(width), doc, word, old)
+            if prior is not None and rotated:     # the prior's rows: global word ids
+                cs += (word * data.word_groups + b // (num_blocks // data.word_groups),)
+            new = jnp.where(valid, chunked_map(draw, cs, chunk), 0)
             pending = (new, b)
             pos = None
         else:
@@ -852,6 +889,8 @@ def _uncollapsed_sweep(key: Array, state: State, data: Data, params: Params) -> 
     n, _, _ = _sizes(data)
     k_phi, k_theta, k_z = jax.random.split(key, 3)
     alpha, beta = _priors(state, params)
+    prior = seed_words.prior(params, state.word_topic.shape[0])
+    beta = beta if prior is None else prior[0]
     log_phi = log_dirichlet(k_phi, state.word_topic + beta, axis=0)     # [V, K], columns sum to 1
     log_theta = log_dirichlet(k_theta, state.doc_topic + alpha, axis=1)  # [D, K]
     u = jax.random.uniform(k_z, (n,))
@@ -923,28 +962,36 @@ def invariants(state: State, data: Data | None, params: Params) -> dict[str, Arr
 
 
 def log_joint(state: State, data: Data, params: Params) -> Array:
-    """Collapsed log p(w, z) = sum_d log DirMult(n_d. | alpha) + sum_k log DirMult(n_k. | beta).
+    """Collapsed log p(w, z) = sum_d log DirMult(n_d. | alpha) + sum_k log DirMult(n_k. | beta_k.)
+    (beta_k. the symmetric beta, or topic k's row of a seeded prior).
 
     The quantity tomotopy reports per word as ``ll_per_word`` (times N). A function of the count
     tables alone: `data` is unused and may be None (so a loaded model's state can be scored).
     """
     alpha, beta = _priors(state, params)
+    prior = seed_words.prior(params, state.word_topic.shape[0])
     return (dirichlet_multinomial_log_evidence(state.doc_topic, alpha)
-            + dirichlet_multinomial_log_evidence(state.word_topic, beta, axis=0))
+            + dirichlet_multinomial_log_evidence(state.word_topic,
+                                                 beta if prior is None else prior[0], axis=0))
 
 
 def estimate(state: State, params: Params) -> dict[str, Array]:
     """Posterior-mean point estimates (Griffiths & Steyvers 2004): theta_dk = (n_dk + alpha_k) /
-    (n_d + sum_k alpha_k), phi_kw = (n_kw + beta) / (n_k + V beta). Returns {"theta": [D, K],
-    "phi": [K, V], "alpha": the alpha in use (a float, [K] when learned asymmetric), "beta": the
-    beta in use}."""
+    (n_d + sum_k alpha_k), phi_kw = (n_kw + beta) / (n_k + V beta) (seeded: (n_kw + beta_kw) /
+    (n_k + sum_w beta_kw)). Returns {"theta": [D, K], "phi": [K, V], "alpha": the alpha in use (a
+    float, [K] when learned asymmetric), "beta": the beta in use (a float; seeded: [K, V])}."""
     k = params.num_topics
     v = state.word_topic.shape[0]
     alpha, beta = _priors(state, params)
     nd = state.doc_topic.sum(1, keepdims=True)
     total = k * alpha if jnp.ndim(alpha) == 0 else alpha.sum()
     theta = (state.doc_topic + alpha) / (nd + total)
-    phi = (state.word_topic.T + beta) / (state.topic[:, None] + v * beta)
+    prior = seed_words.prior(params, v, beta)
+    if prior is None:
+        phi = (state.word_topic.T + beta) / (state.topic[:, None] + v * beta)
+    else:
+        beta = prior[0].T
+        phi = (state.word_topic.T + beta) / (state.topic + prior[1])[:, None]
     return {"theta": theta, "phi": phi, "alpha": alpha, "beta": beta}
 
 

@@ -16,6 +16,12 @@ document m:
 (``ops.collapsed_topic_draw`` with the pseudo-document as the token's group). The collapsed joint
 is log p(l) + log p(z | l) + log p(w | z), three Dirichlet-multinomial evidences (``log_joint``).
 
+Seed words (guided topics, ``Params.seed_words``; ``jaxtopics.seed_words``, as LDA's): word w
+seeded in topic k gets beta_kw = beta + weight there (beta in the other topics), so in (T) beta
+becomes beta_kw and V beta the topic's prior total sum_w beta_kw, log p(w | z) is one Dirichlet
+per topic, and phi_kw = (n_k^w + beta_kw) / (n_k + sum_w beta_kw). (36) does not involve the
+topic-word prior. A seeded chain's random start puts every seed word's tokens in their topic.
+
 Kernels (``Params.sampler``):
 
 - ``"sequential"``: exact collapsed Gibbs in corpus order: for each document, its pseudo-document
@@ -53,7 +59,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from .. import learned_priors
+from .. import learned_priors, seed_words
 from ..corpus import Corpus
 from ..errors import ParameterError
 from ..validate import MAX_BLOCKS, array_spec, check_positive_int, count_problem, latent_problem
@@ -91,7 +97,7 @@ SAMPLERS = ("parallel", "sequential")
 SHARDING = Sharding(fields={"z": "tokens", "pseudo": "docs", "doc_topic": "docs"},
                     replicated=("alpha", "beta"))
 #: Params fields newer than some model files, with the value those files ran with
-PARAMS_ADDED_LATER = dict(learned_priors.DEFAULTS)
+PARAMS_ADDED_LATER = {**learned_priors.DEFAULTS, **seed_words.DEFAULTS}
 #: State fields newer than some model files: the priors those chains ran with (their params')
 STATE_ADDED_LATER = learned_priors.state_added_later(lambda params: params.num_topics)
 
@@ -114,6 +120,10 @@ class Params(NamedTuple):
     the topics' word counts (:func:`learn`); optimizer "minka" (default) or "optax". `alpha` and
     `beta` are the starting values, the learned ones are chain state (``State.alpha``/``beta``).
     lam is not learned.
+    seed_words: guided topics (``jaxtopics.seed_words``): sorted (topic, word id, weight)
+    triples, each giving beta_kw = beta + weight in its topic's row; (T), the joint, phi and the
+    held-out scores then use that per-topic prior. () (default): the symmetric beta. Not with
+    ``optimize_beta``.
     """
 
     num_topics: int
@@ -129,6 +139,7 @@ class Params(NamedTuple):
     optimize_every: int = 10
     burn_in: int = 50
     optimizer: str = "minka"
+    seed_words: tuple = ()
 
 
 class Data(NamedTuple):
@@ -206,7 +217,7 @@ def check_params(params: Params) -> Params:
         lam=_concentration(params.lam, "lam"),
         num_blocks=check_positive_int(params.num_blocks, "num_blocks", high=MAX_BLOCKS),
         chunk_size=check_positive_int(params.chunk_size, "chunk_size"),
-        **learned_priors.check(params))
+        **learned_priors.check(params), seed_words=seed_words.check(params))
 
 
 learns = learned_priors.learns
@@ -226,6 +237,7 @@ def _total(alpha: Array | float, k: int) -> Array | float:
 def prepare(corpus: Corpus, params: Params) -> Data:
     """Lay the corpus out for sweeps: per-token arrays, per-document token lists, blocks."""
     check_params(params)              # the functional core validates too
+    seed_words.check_vocabulary(params, corpus.num_words)
     n, d = corpus.num_tokens, corpus.num_docs
     lengths = corpus.doc_lengths.astype(np.int64)
     starts = corpus.doc_offsets[:-1].astype(np.int64)
@@ -272,11 +284,17 @@ def state_from_assignments(z: Array, pseudo: Array, data: Data, params: Params,
 
 
 def init(key: Array, data: Data, params: Params) -> State:
-    """Uniform random topics and pseudo-documents."""
-    n, d, _ = _sizes(data)
+    """Uniform random topics and pseudo-documents (a seeded chain's seed words' tokens start in
+    their topic, ``seed_words.initial_topics``, as LDA's)."""
+    n, d, v = _sizes(data)
     kz, kl = jax.random.split(key)
-    return state_from_assignments(jax.random.randint(kz, (n,), 0, params.num_topics),
-                                  jax.random.randint(kl, (d,), 0, params.num_pseudo_docs), data, params)
+    z = jax.random.randint(kz, (n,), 0, params.num_topics)
+    start = seed_words.initial_topics(params, v)
+    if start is not None:
+        seeded = jnp.take(start, data.word[:n], mode="clip")
+        z = jnp.where(seeded >= 0, seeded, z)
+    return state_from_assignments(z, jax.random.randint(kl, (d,), 0, params.num_pseudo_docs),
+                                  data, params)
 
 
 # --------------------------------------------------------------------------------------------
@@ -347,13 +365,19 @@ def _doc_chunk(data: Data, params: Params) -> int:
 # (T): topic step
 
 
-def _draw_topics(u: Array, pos: Array, state: State, data: Data, params: Params, v: int) -> Array:
-    """Topics of tokens `pos` [C] drawn at once from (T) against `state`'s counts."""
+def _draw_topics(u: Array, pos: Array, state: State, data: Data, params: Params, v: int,
+                 prior: tuple[Array, Array] | None = None) -> Array:
+    """Topics of tokens `pos` [C] drawn at once from (T) against `state`'s counts. `prior`: a
+    seeded chain's (beta [V, K], its column sums) (``seed_words.prior``; word ids are global in
+    every layout, sharded too)."""
     group = state.pseudo[data.doc[pos]]
     word = data.word[pos]
     alpha, beta = _priors(state, params)
+    total = None
+    if prior is not None:
+        beta, total = jnp.take(prior[0], word, axis=0, mode="clip"), prior[1]
     return collapsed_topic_draw(u, state.pseudo_topic[group], state.word_topic[word], state.topic,
-                                state.z[pos], alpha, beta, v)
+                                state.z[pos], alpha, beta, v, beta_total=total)
 
 
 def _move_tokens(state: State, pos: Array, data: Data, old: Array, new: Array, valid: Array,
@@ -380,12 +404,13 @@ def _sequential_sweep(key: Array, state: State, data: Data, params: Params) -> t
     kl, kz = jax.random.split(key)
     ul, uz = jax.random.uniform(kl, (d,)), jax.random.uniform(kz, (n,))
     one = jnp.ones((1,), bool)
+    prior = seed_words.prior(params, v)
 
     def token(i, carry):
         st, changed = carry
         pos = i[None]
         old = st.z[pos]
-        new = _draw_topics(uz[pos], pos, st, data, params, v)
+        new = _draw_topics(uz[pos], pos, st, data, params, v, prior)
         return _move_tokens(st, pos, data, old, new, one), changed + (new[0] != old[0]).astype(jnp.int32)
 
     def document(m, carry):
@@ -406,6 +431,7 @@ def _parallel_sweep(key: Array, state: State, data: Data, params: Params,
     _, _, v = _sizes(data)
     kl, kz = jax.random.split(key)
     doc_chunk = _doc_chunk(data, params)
+    prior = seed_words.prior(params, v)
 
     def doc_block(carry, xs):
         st, changed = carry
@@ -418,7 +444,8 @@ def _parallel_sweep(key: Array, state: State, data: Data, params: Params,
         st, changed = carry
         pos, valid, u = xs
         old = st.z[pos]
-        new = chunked_map(lambda c: _draw_topics(*c, st, data, params, v), (u, pos), params.chunk_size)
+        new = chunked_map(lambda c: _draw_topics(*c, st, data, params, v, prior), (u, pos),
+                          params.chunk_size)
         st = _move_tokens(st, pos, data, old, new, valid, axis_name)
         return (st, changed + jnp.sum(valid & (new != old), dtype=jnp.int32)), None
 
@@ -535,11 +562,14 @@ def invariants(state: State, data: Data | None, params: Params) -> dict[str, Arr
 
 def log_joint(state: State, data: Data, params: Params) -> Array:
     """Collapsed log p(w, z, l) = log DirMult(n_. | lam) + sum_l log DirMult(N_l. | alpha)
-    + sum_k log DirMult(n_k. | beta) (the priors in use)."""
+    + sum_k log DirMult(n_k. | beta_k.) (the priors in use; beta_k. the symmetric beta, or topic
+    k's row of a seeded prior)."""
     alpha, beta = _priors(state, params)
+    prior = seed_words.prior(params, state.word_topic.shape[0])
     return (dirichlet_multinomial_log_evidence(state.pseudo_docs[None, :], params.lam)
             + dirichlet_multinomial_log_evidence(state.pseudo_topic, alpha)
-            + dirichlet_multinomial_log_evidence(state.word_topic, beta, axis=0))
+            + dirichlet_multinomial_log_evidence(state.word_topic,
+                                                 beta if prior is None else prior[0], axis=0))
 
 
 def _theta(doc_rows: Array, pseudo_rows: Array, alpha: Array | float, k: int) -> Array:
@@ -550,6 +580,16 @@ def _theta(doc_rows: Array, pseudo_rows: Array, alpha: Array | float, k: int) ->
     return (doc_rows + ka * pseudo) / (doc_rows.sum(-1, keepdims=True) + ka)
 
 
+def _word_prior(state: State, params: Params, beta: Array | float) -> tuple:
+    """(the topic-word prior in use as phi reads it: `beta` or a seeded [K, V] prior, its total
+    per topic: V beta or [K, 1] sum_w beta_kw)."""
+    v = state.word_topic.shape[0]
+    prior = seed_words.prior(params, v, beta)
+    if prior is None:
+        return beta, v * beta
+    return prior[0].T, prior[1][:, None]
+
+
 def estimate(state: State, params: Params) -> dict[str, Array]:
     """Point estimates.
 
@@ -558,13 +598,15 @@ def estimate(state: State, params: Params) -> dict[str, Array]:
     pseudo-document's, (N_m^k + K alpha theta_lk) / (N_m + K alpha) with l = l_m: the posterior
     mean of the document's topic proportions under a Dirichlet(K alpha theta_l) centred on its
     pseudo-document (theta_l itself for an empty document, the document's own shares for a long
-    one). phi [K, V]: (n_k^w + beta) / (n_k + V beta). pseudo_labels [D]: l. alpha, beta: the
-    priors in use (alpha a float, [K] when learned asymmetric: then alpha_k and K alpha =
-    sum_k alpha_k above).
+    one). phi [K, V]: (n_k^w + beta) / (n_k + V beta) (seeded: (n_k^w + beta_kw) /
+    (n_k + sum_w beta_kw)). pseudo_labels [D]: l. alpha, beta: the priors in use (alpha a float,
+    [K] when learned asymmetric: then alpha_k and K alpha = sum_k alpha_k above; beta a float,
+    the [K, V] prior when seeded).
     """
     v = state.word_topic.shape[0]
     alpha, beta = _priors(state, params)
-    phi = (state.word_topic.T + beta) / (state.topic[:, None] + v * beta)
+    beta, total = _word_prior(state, params, beta)
+    phi = (state.word_topic.T + beta) / (state.topic[:, None] + total)
     ka = _total(alpha, params.num_topics)
     pseudo = (state.pseudo_topic + alpha) / (state.pseudo_topic.sum(1, keepdims=True) + ka)
     return {"theta": _theta(state.doc_topic, state.pseudo_topic[state.pseudo], alpha,
@@ -576,14 +618,15 @@ def held_out_prior(state: State, params: Params):
     """Left-to-right pieces (``jaxtopics.evaluation``): a new short document first joins a
     pseudo-document l, p(l) = (M_l + lam) / (D + P lam) (eq. 36's first factor), and its tokens'
     topics are then a Polya urn started at the pseudo-document's counts, a_k = N_l^k + alpha;
-    log phi = log (n_k^w + beta) / (n_k + V beta). l is summed out exactly. alpha and beta: the
-    priors in use (learned, where the chain learns them)."""
+    log phi = log (n_k^w + beta) / (n_k + V beta) (seeded: beta_kw and sum_w beta_kw). l is
+    summed out exactly. alpha and beta: the priors in use (learned, where the chain learns
+    them)."""
     from ..evaluation import HeldOutPrior
 
-    v = state.word_topic.shape[0]
     alpha, beta = _priors(state, params)
+    beta, total = _word_prior(state, params, beta)
     log_phi = (jnp.log(state.word_topic.T.astype(jnp.float32) + beta)
-               - jnp.log(state.topic[:, None].astype(jnp.float32) + v * beta))
+               - jnp.log(state.topic[:, None].astype(jnp.float32) + total))
     prior = state.pseudo_topic.astype(jnp.float32) + alpha                            # [P, K]
     docs = state.pseudo_docs.astype(jnp.float32)
     log_weight = jnp.log(docs + params.lam) - jnp.log(jnp.sum(docs) + docs.shape[0] * params.lam)

@@ -47,7 +47,8 @@ def dirichlet_multinomial_log_evidence(counts: Array, concentration: float | Arr
     (the collapsed LDA joint p(w, z) = p(z) p(w | z), Griffiths & Steyvers 2004, is two such
     sums). `axis`: the axis along which a group's counts lie: -1 = rows are groups (doc-topic
     [D, K]); 0 = columns are groups (a word-major word-topic table [V, K], read without a
-    transposed copy).
+    transposed copy). `concentration`: a scalar, a vector along the last axis, or one value per
+    cell (the shape of `counts`: each group its own Dirichlet, e.g. a per-topic word prior).
 
     With a scalar concentration the cell terms are summed over blocks of rows (``_cell_sum``),
     so no float copy of the table exists: an evaluation's temporaries stay small next to the
@@ -60,6 +61,9 @@ def dirichlet_multinomial_log_evidence(counts: Array, concentration: float | Arr
     conc = jnp.asarray(concentration, jnp.float32)
     if conc.ndim == 0:
         cells, group = _cell_sum(counts, conc), size * conc
+    elif conc.shape == counts.shape and counts.ndim > 1:
+        # one concentration per cell (e.g. a per-topic word prior [V, K] beside word-topic)
+        cells, group = log_rising_factorial(conc, counts).sum(), conc.sum(axis)
     else:
         if axis != counts.ndim - 1:
             raise ValueError("a vector concentration runs along the last axis")
