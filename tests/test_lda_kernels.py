@@ -26,7 +26,7 @@ from scipy.optimize import linear_sum_assignment
 
 from jaxtopics import Corpus
 from jaxtopics.datasets import synthetic_lda
-from jaxtopics.models import lda
+from jaxtopics.models import lda, lda_exchange
 from enumeration_stats import pooled_chisquare_p as _pooled_chisquare_p, tv as _tv, tv_bound as _tv_bound
 
 FAMILY_ALPHA = 1e-3
@@ -552,9 +552,9 @@ def test_exchanged_moves_unpack_to_what_was_packed(k):
     rng = np.random.default_rng(k)
     v = 7
     word, old, new = (jnp.asarray(rng.integers(0, hi, 500), jnp.int32) for hi in (v + 1, k, k))
-    packed = lda._pack_moves(word, old, new, k)
+    packed = lda_exchange.pack_moves(word, old, new, k)
     assert len(packed) == (2 if k <= 46340 else 3)
-    got = lda._unpack_moves(packed, v, k)
+    got = lda_exchange.unpack_moves(packed, v, k)
     for a, b in zip(got, (word, old, new, (word < v).astype(jnp.int32))):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 

@@ -210,8 +210,9 @@ def test_negative_control_symmetric_posterior_is_rejected() -> None:
 def test_parallel_kernel_pulls_seed_words_into_their_topics(reuters) -> None:
     """On Reuters (K=10, the default parallel kernel and seed weight, 40 sweeps), two seed
     lists end up in the topics they are seeded in, in either placement: over half of their
-    tokens sit in their topic ("church" also lives in other stories), its top word is a seed
-    and at least two seeds are in its top 10 (behaviour bars, not statistical ones). The two
+    tokens sit in their topic ("church" also lives in other stories) and at least two seeds
+    are in its top 10 (behaviour bars, not statistical ones; which word tops the topic
+    depends on the chain: "political" tops the Russia topic from some starts). The two
     placements run the same seed, so a kernel that ignored the seeds would run the same chain
     twice and put each list in the same topic both times: one placement would fail."""
     church = ["pope", "vatican", "catholic", "church"]
@@ -228,7 +229,7 @@ def test_parallel_kernel_pulls_seed_words_into_their_topics(reuters) -> None:
         for topic, words in placement.items():
             top = [w for w, _ in model.top_words(10)[topic]]
             assert share_in(model, words, topic) > 0.5, (topic, words)
-            assert top[0] in words and len(set(top) & set(words)) >= 2, (topic, top)
+            assert len(set(top) & set(words)) >= 2, (topic, top)
 
 
 # ------------------------------------------------------------------------------------------
