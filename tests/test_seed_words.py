@@ -1,5 +1,6 @@
 """Seed words (guided topics, ``jaxtopics.seed_words``): LDA with a topic-word prior that
-differs per topic, beta_kw = beta + weight on the seeded cells (PTM's: tests/test_seed_words_ptm.py).
+differs per topic, beta_kw = beta + weight on the seeded cells (PTM's seeds:
+tests/test_seed_words_ptm.py).
 
 1. Exact enumeration (DESIGN.md "How to test a sampler"): on a corpus small enough to list all
    K^N assignments, the final states of many independent chains of the exact kernels (LDA
