@@ -1,9 +1,10 @@
-"""Seed words (guided topics, ``jaxtopics.seed_words``): LDA and PTM with a topic-word prior that
-differs per topic, beta_kw = beta + weight on the seeded cells.
+"""Seed words (guided topics, ``jaxtopics.seed_words``): LDA with a topic-word prior that
+differs per topic, beta_kw = beta + weight on the seeded cells (PTM's seeds:
+tests/test_seed_words_ptm.py).
 
 1. Exact enumeration (DESIGN.md "How to test a sampler"): on a corpus small enough to list all
    K^N assignments, the final states of many independent chains of the exact kernels (LDA
-   ``sequential`` and ``parallel`` with one token per block; PTM ``sequential``) follow the
+   ``sequential`` and ``parallel`` with one token per block) follow the
    posterior computed here in numpy from the per-topic Dirichlet-multinomial joint; the
    package's log joint equals that joint on every state. Negative control: the same draws are
    rejected against the posterior of the symmetric prior (the seeds ignored).
