@@ -140,6 +140,7 @@ def log_joint(chains: FittedModel | Sequence[Any], ax: Any = None, *,
                 marker="o" if len(points) <= 12 else None, markersize=3, linewidth=1.4,
                 label=label)
     ax.set_xlabel("sweep")
+    ax.xaxis.set_major_locator(_matplotlib().ticker.MaxNLocator(integer=True))
     ax.set_ylabel("log p(w, z) per token")
     ax.grid(True, alpha=0.3)
     ax.ticklabel_format(axis="y", useOffset=False)
@@ -446,6 +447,7 @@ def active_topics(history: Sequence[tuple[int, int]] | Mapping[str, Sequence[tup
         ax.step(sweeps, active, where="post", linewidth=1.5, label=label,
                 marker="o" if len(points) <= 12 else None, markersize=3)
     ax.set_xlabel("sweep")
+    ax.xaxis.set_major_locator(_matplotlib().ticker.MaxNLocator(integer=True))
     ax.set_ylabel(ylabel)
     ax.set_ylim(0, top * 1.1 + 1)
     ax.yaxis.set_major_locator(_matplotlib().ticker.MaxNLocator(integer=True))
