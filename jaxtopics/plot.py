@@ -281,7 +281,7 @@ def doc_topics(model: FittedModel, ax: Any = None, *, max_docs: int = 40, max_to
     rows = _document_rows(theta[:, cols], max_docs)
     image = theta[np.ix_(rows, cols)]
     if ax is None:
-        ax = _new_axes((min(2.2 + 0.32 * len(cols), 12.0), min(1.2 + 0.2 * len(rows), 11.0)))
+        ax = _new_axes((min(2.2 + 0.3 * len(cols), 10.0), min(1.2 + 0.2 * len(rows), 10.0)))
     shown = ax.imshow(image, aspect="auto", cmap=cmap, vmin=0.0, vmax=max(float(image.max()), 1e-9),
                       interpolation="nearest")
     ax.set_xticks(np.arange(len(cols)), [str(k) for k in cols],
@@ -290,7 +290,10 @@ def doc_topics(model: FittedModel, ax: Any = None, *, max_docs: int = 40, max_to
              else [_shorten(str(doc_names[d]), 28) for d in rows])
     step = max(1, -(-len(rows) // 50))                 # at most ~50 row labels
     ax.set_yticks(np.arange(0, len(rows), step), names[::step], fontsize=7 if len(rows) > 25 else 8)
-    ax.set_xlabel("topic (largest share first)" if len(cols) > 1 else "topic")
+    note = "largest share first" if len(cols) > 1 else ""
+    if len(cols) < theta.shape[1]:
+        note += f"; {len(cols)} of {theta.shape[1]}"
+    ax.set_xlabel(f"topic ({note})" if note else "topic")
     ax.set_ylabel("document" + (f" ({len(rows)} of {theta.shape[0]})" if len(rows) < theta.shape[0]
                                 else ""))
     bar = ax.figure.colorbar(shown, ax=ax, fraction=0.05, pad=0.02)
