@@ -516,7 +516,8 @@ def coherence(model: FittedModel, corpus: Corpus | None = None, measure: str = "
     if len(scored):
         mean = float(scores[scored].mean())
         ax.axvline(mean, color="tab:orange", linestyle="--", linewidth=1.2)
-        shown = "" if len(order) == len(scored) else f"; the best and worst {len(order)} shown"
+        shown = ("" if len(order) == len(scored) else
+                 f"\nthe {max_topics - max_topics // 2} best and {max_topics // 2} worst shown")
         ax.set_title(f"mean {mean:.3f} (dashed) over {len(scored)} topics{shown}", fontsize=10)
     ax.set_xlabel(f"coherence {measure} (top {top_n} words)")
     ax.spines[["top", "right"]].set_visible(False)
