@@ -626,7 +626,8 @@ def build_parser() -> argparse.ArgumentParser:
 #: have its own copy of the input and its own --out), what only process 0 prints, and the
 #: process's own id; every other option must be the same on all (checked after they meet)
 _PER_PROCESS_ARGS = frozenset({"input", "vocab", "out", "top_words", "no_progress", "no_plots",
-                               "process_id", "devices", "compile_cache"})   # --devices: the devices per process are compared
+                               "process_id",
+                               "devices", "compile_cache"})   # --devices: the devices per process are compared
 
 
 def _format_warning(message, category, filename, lineno, line=None) -> str:
