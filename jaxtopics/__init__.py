@@ -29,7 +29,7 @@ _LAZY = {"Corpus": ".corpus", "topic_coherence": ".coherence", "compare_num_topi
          "FittedModel": ".fitted", "use_compilation_cache": ".compile_cache", "TransformInfo": ".new_documents", "load": ".model_files",
          **{name: ".estimators" for name in ("DMM", "DPMM", "DPMRM", "HDP", "LDA", "PTM",
                                              "SentenceLDA")}}
-_SUBMODULES = ("distributed", "evaluation", "hyper", "metrics", "selection")
+_SUBMODULES = ("distributed", "evaluation", "hyper", "metrics", "plot", "selection")
 
 
 def __getattr__(name: str):
@@ -73,6 +73,7 @@ __all__ = [
     "evaluation",
     "load",
     "metrics",
+    "plot",
     "selection",
     "topic_coherence",
     "use_compilation_cache",

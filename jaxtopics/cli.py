@@ -180,7 +180,7 @@ def _all_options() -> list:
     return unique
 
 
-OUT_FILES = ("model.jtm", "topics.txt", "trace.csv")
+OUT_FILES = ("model.jtm", "topics.txt", "trace.csv", "doc_topics.csv", "trace.png", "topics.png")
 
 
 def _prepare_out(out: Path) -> None:
@@ -418,8 +418,21 @@ def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) 
         w = csv.writer(table)
         w.writerows(_trace_table(model.trace))
         atomic_write_bytes(out / "trace.csv", table.getvalue().encode("utf-8"))
-        print(f"\nwrote {out / 'model.jtm'}, topics.txt, trace.csv"
-              + (", coherence.csv" if coherence is not None else ""))
+        from .cli_outputs import remove_stale_pictures, write_doc_topics, write_pictures
+        write_doc_topics(model, corpus, out / "doc_topics.csv")
+        pictures: list[str] = []
+        if args.no_plots:
+            remove_stale_pictures(out)
+        else:
+            try:
+                pictures = write_pictures(model, out, args.top_words)
+            except ImportError as e:         # no matplotlib: the pictures are left out, one note
+                remove_stale_pictures(out)
+                print(f"jaxtopics: note: trace.png and topics.png not drawn ({e}; or --no-plots)",
+                      file=sys.stderr)
+        print(f"\nwrote {out / 'model.jtm'}, topics.txt, trace.csv, doc_topics.csv"
+              + (", coherence.csv" if coherence is not None else "")
+              + "".join(f", {name}" for name in pictures))
     return 0
 
 
@@ -510,6 +523,9 @@ def _add_model_args(p: argparse.ArgumentParser, *, sweeps: int, fit: bool) -> No
     p.add_argument("--checkpoint-every", type=int, default=None,
                    help="save OUT/model.jtm every this many sweeps (resumable)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-plots", action="store_true",
+                   help="do not draw OUT/trace.png and OUT/topics.png (they need matplotlib: "
+                        "pip install \"jaxtopics[viz]\")")
     from .coherence import MEASURES
     p.add_argument("--coherence", choices=list(MEASURES), default=None,
                    help="after the fit, score each topic's --top-words words on the training "
@@ -612,7 +628,8 @@ def build_parser() -> argparse.ArgumentParser:
 #: options that may differ between the processes of a multi-process run: paths (each host may
 #: have its own copy of the input and its own --out), what only process 0 prints, and the
 #: process's own id; every other option must be the same on all (checked after they meet)
-_PER_PROCESS_ARGS = frozenset({"input", "vocab", "out", "top_words", "no_progress", "process_id",
+_PER_PROCESS_ARGS = frozenset({"input", "vocab", "out", "top_words", "no_progress", "no_plots",
+                               "process_id",
                                "devices", "compile_cache"})   # --devices: the devices per process are compared
 
 

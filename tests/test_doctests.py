@@ -33,7 +33,7 @@ FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 #: the modules whose ``__all__`` is the public API (besides ``jaxtopics.__all__``)
 PUBLIC_MODULES = ("corpus", "fitted", "model_files", "selection", "evaluation", "metrics",
                   "coherence", "hyper", "learned_priors", "datasets", "text", "io", "processes",
-                  "distributed", "fit", "new_documents", "errors", "estimators", "compile_cache")
+                  "distributed", "fit", "new_documents", "errors", "estimators", "compile_cache", "plot")
 #: public modules whose docstrings are still to be converted, not checked yet: move one to
 #: PUBLIC_MODULES once converted (its names in jaxtopics.__all__ are then checked too)
 PENDING: tuple[str, ...] = ()

@@ -146,27 +146,113 @@ def test_devices_auto_block_runs(tmp_path):
     assert "DEVICES 2 3" in r.stdout and "SHARDED True False" in r.stdout
 
 
+NOTEBOOKS = ROOT / "notebooks"
+#: every notebook and the test that executes it (a new notebook needs one)
+NOTEBOOK_TESTS = {"quickstart.ipynb": "test_quickstart_notebook_runs",
+                  "models_tour.ipynb": "test_models_tour_notebook_runs",
+                  "research.ipynb": "test_research_notebook_runs"}
+
+
+def _notebook_code(name: str) -> list[str]:
+    """The code cells of notebooks/`name`, in order."""
+    import json
+    cells = json.loads((NOTEBOOKS / name).read_text(encoding="utf-8"))["cells"]
+    return ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+
+
+def _run_notebook(name: str, code: list[str], monkeypatch, tmp_path) -> dict:
+    """Execute `code` (a notebook's cells) in order in one namespace, as a kernel would, in
+    `tmp_path`, with matplotlib on the Agg backend and ``JAXTOPICS_NOTEBOOK_QUICK=1`` (the
+    notebooks' own knob: few sweeps, small data); returns the namespace."""
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    monkeypatch.setenv("JAXTOPICS_NOTEBOOK_QUICK", "1")
+    monkeypatch.chdir(tmp_path)
+    env: dict = {}
+    try:
+        for i, cell in enumerate(code):
+            exec(compile(cell, f"notebooks/{name}:cell {i}", "exec"), env)
+        assert plt.get_fignums(), f"{name} drew no picture"
+    finally:
+        plt.close("all")
+    return env
+
+
+def test_every_notebook_is_executed_and_stripped():
+    """Each notebook has a test below that runs it, and none is stored with outputs or
+    execution counts (they are stripped before committing)."""
+    import json
+    found = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
+    assert found == sorted(NOTEBOOK_TESTS), found
+    for name, test in NOTEBOOK_TESTS.items():
+        assert test in globals(), test
+        nb = json.loads((NOTEBOOKS / name).read_text(encoding="utf-8"))
+        for i, cell in enumerate(nb["cells"]):
+            if cell["cell_type"] == "code":
+                assert cell.get("outputs") == [] and cell.get("execution_count") is None, (
+                    f"{name}: cell {i} holds outputs; strip them (jupyter nbconvert "
+                    "--clear-output --inplace)")
+
+
 def test_quickstart_notebook_runs(tmp_path, monkeypatch):
     """notebooks/quickstart.ipynb's code cells in order, as written (fewer sweeps): the fit on the
-    embedded corpus, save + resume (bitwise the same chain as one longer fit), and 4 chains of
-    the functional core under jit + vmap, each a finite log joint that improved on its start."""
-    import json
-
-    cells = json.loads((ROOT / "notebooks" / "quickstart.ipynb").read_text(encoding="utf-8"))["cells"]
-    code = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
-    assert len(code) == 5 and "jax.vmap(chain)(keys)" in code[-1]
+    embedded corpus, its trace plotted, save + resume (bitwise the same chain as one longer
+    fit), new texts folded in, and 4 chains of the functional core under jit + vmap, each a
+    finite log joint that improved on its start."""
+    code = _notebook_code("quickstart.ipynb")
+    assert len(code) == 7 and "jax.vmap(chain)(keys)" in code[-1]
+    assert any("plot.log_joint(model)" in c for c in code)
+    assert any("more.transform(new_texts)" in c for c in code)
     code = [re.sub(r"num_sweeps=\d+", "num_sweeps=6", c).replace("fori_loop(0, 100,", "fori_loop(0, 6,")
             for c in code]
-    monkeypatch.chdir(tmp_path)                            # model.save('demo.jtm') writes here
-    env: dict = {}
-    for i, cell in enumerate(code):
-        exec(compile(cell, f"notebooks/quickstart.ipynb:cell {i}", "exec"), env)
+    env = _run_notebook("quickstart.ipynb", code, monkeypatch, tmp_path)
     model, more = env["model"], env["more"]
     assert model.sweeps_done == 6 and more.sweeps_done == 12 and (tmp_path / "demo.jtm").exists()
     straight = jt.LDA(num_topics=20, alpha=0.1, beta=0.01).fit(env["corpus"], num_sweeps=12, seed=0)
     np.testing.assert_array_equal(more.assignments, straight.assignments)
+    assert env["theta"].shape == (2, 20) and more.last_transform.num_docs == 2
     chains = np.asarray(env["run"](env["keys"]))
     assert chains.shape == (4,) and np.isfinite(chains).all() and len(set(chains.tolist())) == 4
     jax, lda, data, p = env["jax"], env["lda"], env["data"], env["p"]
     start = lda.init(jax.random.split(env["keys"][0])[0], data, p)  # chain 0 before its sweeps
     assert chains[0] > float(lda.log_joint(start, data, p)) / env["corpus"].num_tokens + 0.1
+
+
+def test_models_tour_notebook_runs(tmp_path, monkeypatch):
+    """notebooks/models_tour.ipynb, quick: every model on its data, with its read-outs,
+    pictures and metrics."""
+    if not all((SHARED_DATA / f).exists() for f in ("reuters/reuters.ldac", "gsdmm/Tweet.jsonl",
+                                                   "lee/lee_background.cor")):
+        pytest.skip("../shared/data not present")
+    monkeypatch.setenv("JAXTOPICS_SHARED_DATA", str(SHARED_DATA))
+    code = _notebook_code("models_tour.ipynb")
+    for model in ("LDA", "HDP", "SentenceLDA", "DMM", "DPMM", "PTM", "DPMRM"):
+        assert any(f"jt.{model}(" in c for c in code), model
+    env = _run_notebook("models_tour.ipynb", code, monkeypatch, tmp_path)
+    assert [c.sweeps_done for c in env["chains"]] == [env["SWEEPS"]] * 3
+    assert env["hdp"].num_active_topics == env["history"][-1][1] >= 1
+    assert env["slda"].sentence_topics.shape[0] == env["lee"].num_sentences
+    assert env["dmm"].labels.shape == (env["tweets"].num_docs,)
+    assert env["dpmm"].num_active_clusters == env["clusters"][-1][1]
+    assert env["r"].topics_per_label.shape == (len(env["lab_train"].label_names),)
+    assert np.isfinite(env["coherence"]).any()
+
+
+def test_research_notebook_runs(tmp_path, monkeypatch):
+    """notebooks/research.ipynb, quick: vmapped chains, a custom kernel on jaxtopics.ops, split
+    R-hat, reproducible seeds, held-out evaluation and learned priors."""
+    code = _notebook_code("research.ipynb")
+    env = _run_notebook("research.ipynb", code, monkeypatch, tmp_path)
+    lj, sweeps = np.asarray(env["lj"]), env["SWEEPS"]
+    assert lj.shape == (4, sweeps) and np.isfinite(lj).all()
+    rhat, rng = env["split_rhat"], np.random.default_rng(0)
+    assert np.isfinite(rhat(lj)) and rhat(rng.normal(size=(4, 2000))) < 1.01    # agreeing chains
+    assert rhat(rng.normal(size=(4, 2000)) + np.arange(4)[:, None]) > 1.5       # chains apart
+    my_lj = np.asarray(env["my_lj"])
+    assert my_lj.shape == (sweeps,) and my_lj[-1] > my_lj[0]               # the custom kernel climbs
+    n_dk, n_k, z = (np.asarray(env[k]) for k in ("n_dk", "n_k", "z"))
+    assert n_dk.sum() == n_k.sum() == env["N"] and (np.bincount(z, minlength=n_k.size) == n_k).all()
+    assert (env["a"].assignments == env["b"].assignments).all()
+    assert np.isfinite(env["ll"]).all() and env["ll"].shape == (env["test"].num_docs,)
+    assert np.asarray(env["learned"].alpha).shape == (15,)
