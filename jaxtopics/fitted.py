@@ -15,7 +15,7 @@ from __future__ import annotations
 import numbers
 import os
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import partial
 from types import ModuleType
 from typing import Any
@@ -28,7 +28,7 @@ from . import __version__, memory
 from .corpus import Corpus, TextOptions
 from .devices import _on_every_process, _require_same_settings, resolve_devices
 from .errors import CorpusError, ParameterError, ShardLayoutWarning
-from .fit import TracePoint, chain_keys, in_32_bits, run_sweeps
+from .fit import TracePoint, chain_keys, check_callback, in_32_bits, run_sweeps
 from .io import encode_strings, save_model_file
 from .model_files import _check_file_name, _check_writable_file, _rebuilt, trace_arrays
 from .models import base, hdp, lda
@@ -439,10 +439,13 @@ class FittedModel:
     def resume(self, corpus: Corpus, num_sweeps: int, *, eval_every: int = 10,
                progress: bool | None = None, checkpoint_every: int | None = None,
                checkpoint_path: str | os.PathLike | None = None,
-               devices: int | str | None = None) -> "FittedModel":
+               devices: int | str | None = None,
+               callback: Callable[[TracePoint, "FittedModel"], Any] | None = None
+               ) -> "FittedModel":
         """Continue the same chain for `num_sweeps` more sweeps (in place).
 
-        Bitwise identical to having run all sweeps at once (with the same `devices`).
+        Bitwise identical to having run all sweeps at once (with the same `devices`), also when
+        a `callback` stopped a run early and it is resumed from there.
 
         Args:
             corpus: the corpus the model was fitted on (checked by fingerprint).
@@ -458,6 +461,13 @@ class FittedModel:
                 sharded, else one (``resolve_devices``). None continues on the devices the
                 chain ran on so far (``shards``, saved in the model file); another count
                 continues as a different chain (``ShardLayoutWarning``).
+            callback: called as ``callback(point, model)`` at every trace point (every
+                `eval_every` sweeps and at the end) with the :class:`TracePoint` and this
+                model as it stands there (its read-outs, ``save``, ... are of that sweep).
+                Returning ``False`` stops the run cleanly at that point (``sweeps_done`` and
+                the trace end there; with a checkpoint path, the checkpoint is written there
+                too); None or True go on. An exception it raises propagates, the model
+                holding the state of that point and no file half written.
 
         Returns:
             self, with ``sweeps_done`` and ``trace`` extended.
@@ -532,15 +542,29 @@ class FittedModel:
 
         def _shifted(trace):
             return [p._replace(seconds=p.seconds + offset) for p in trace]
+        on_eval = None
+        if callback is not None:
+            check_callback(callback)
+
+            def on_eval(point):
+                if num_sweeps == 0:            # no chunk ran: the model holds the state already
+                    if old_trace and old_trace[-1].sweep == point.sweep:
+                        return callback(old_trace[-1], self)
+                    self.trace = old_trace + _shifted([point])
+                return callback(self.trace[-1], self)
+        stop = self.sweeps_done + num_sweeps
         state, trace = run_sweeps(
             model, self.params, data, state, chain_key,
             start=self.sweeps_done, num_sweeps=num_sweeps, num_tokens=self.num_tokens,
             num_units=self._num_units(corpus), eval_every=eval_every, progress=progress,
             checkpoint_every=checkpoint_every if checkpoint_path else None,
-            on_checkpoint=save_checkpoint, on_chunk=keep)
+            on_checkpoint=save_checkpoint, on_chunk=keep, on_eval=on_eval)
         if old_trace and trace and trace[0].sweep == old_trace[-1].sweep:
             trace = trace[1:]                  # resume(0) of a state evaluated already
         self.trace = old_trace + _shifted(trace)
+        if (self.sweeps_done < stop and checkpoint_path is not None and checkpoint_every
+                and self.sweeps_done % checkpoint_every):
+            self.save(checkpoint_path)         # stopped by the callback: checkpoint the stop
         return self
 
     def _sharded(self, corpus: Corpus, devices: int):
