@@ -385,6 +385,74 @@ class FittedModel:
                                       hint=hint)
         return out
 
+    def to_pyldavis(self, corpus: Corpus) -> dict[str, Any]:
+        """The keyword arguments of ``pyLDAvis.prepare`` for this model, every model alike:
+        ``pyLDAvis.save_html(pyLDAvis.prepare(**model.to_pyldavis(corpus)), "vis.html")``.
+
+        topic_term_dists is phi and doc_topic_dists theta, both over the topics (clusters) that
+        hold a token: empty ones are left out (pyLDAvis cannot place a topic of size 0) and the
+        others keep their order, so with ``start_index=0`` and ``sort_topics=False`` (both
+        returned) pyLDAvis's topic i is this model's topic i while none is empty (else the
+        i-th non-empty one). DMM and DPMM give each document's cluster as a one-hot row (their
+        memberships, so the sizes pyLDAvis shows are the clusters' tokens). Words no training
+        token uses (an all-zero column of ``Corpus.from_sparse``) are left out of the vocabulary
+        (pyLDAvis divides by a word's frequency), phi's rows renormalised over the others.
+        Needs no optional package itself; pyLDAvis is in the ``interop`` extra.
+
+        Args:
+            corpus: the training corpus (checked by fingerprint, as ``resume`` checks it): its
+                document lengths and word frequencies are pyLDAvis's doc_lengths and
+                term_frequency.
+
+        Returns:
+            {"topic_term_dists": float64 [K', V'], "doc_topic_dists": float64 [D, K'],
+            "doc_lengths": int64 [D], "vocab": V' words, "term_frequency": int64 [V'],
+            "sort_topics": False, "start_index": 0}.
+
+        Raises:
+            CorpusError: not the training corpus, or no topic holds a token.
+
+        Example:
+            >>> import jaxtopics as jt
+            >>> corpus = jt.Corpus.from_texts(["apple banana apple cherry", "car engine wheel car"] * 10)
+            >>> model = jt.LDA(num_topics=2).fit(corpus, num_sweeps=50, seed=0)
+            >>> kw = model.to_pyldavis(corpus)      # then pyLDAvis.prepare(**kw)
+            >>> kw["topic_term_dists"].shape, kw["doc_topic_dists"].shape, kw["sort_topics"]
+            ((2, 6), (20, 2), False)
+        """
+        from .interop import pyldavis_kwargs
+        return pyldavis_kwargs(self, corpus)
+
+    def doc_topic_frame(self, corpus: Corpus | None = None) -> Any:
+        """``doc_topic`` (theta) as a pandas DataFrame (pandas: the ``interop`` extra).
+
+        Args:
+            corpus: the training corpus, whose ``doc_names`` become the index; None (or a
+                corpus without names): the document ids 0..D-1.
+
+        Returns:
+            A DataFrame [D, K], index named "document", columns the topic ids (named "topic").
+
+        Raises:
+            CorpusError: `corpus` has another number of documents than the model.
+            ImportError: pandas is not installed (the message says what to install).
+        """
+        from .interop import doc_topic_frame
+        return doc_topic_frame(self, corpus)
+
+    def topic_word_frame(self) -> Any:
+        """``topic_word`` (phi) as a pandas DataFrame (pandas: the ``interop`` extra).
+
+        Returns:
+            A DataFrame [K, V], index the topic ids (named "topic"), columns the words (named
+            "word").
+
+        Raises:
+            ImportError: pandas is not installed (the message says what to install).
+        """
+        from .interop import topic_word_frame
+        return topic_word_frame(self)
+
     def summary(self, n: int = 8) -> str:
         """Human-readable summary: model, sizes, hyper-parameters, trace, top words per topic.
 
@@ -866,10 +934,11 @@ def _check_sweeps(num_sweeps: int, eval_every: int, checkpoint_every: int | None
     return num_sweeps, eval_every, checkpoint_every
 
 
-def _check_same_corpus(model: FittedModel, corpus: Corpus) -> None:
-    """resume's check: the very corpus (fingerprint) and the model's vocabulary, word by word."""
+def _check_same_corpus(model: FittedModel, corpus: Corpus, what: str = "resume") -> None:
+    """resume's check (and `what`'s): the very corpus (fingerprint) and the model's vocabulary,
+    word by word."""
     if not isinstance(corpus, Corpus):
-        raise CorpusError(f"resume expects a jaxtopics.Corpus, got {type(corpus).__name__}")
+        raise CorpusError(f"{what} expects a jaxtopics.Corpus, got {type(corpus).__name__}")
     version = 2 if model.corpus_fingerprint.startswith("v2:") else 1     # older files: version 1
     fingerprint = _fingerprint(corpus, model.model, version)
     if (fingerprint != model.corpus_fingerprint and version == 1
@@ -880,7 +949,7 @@ def _check_same_corpus(model: FittedModel, corpus: Corpus) -> None:
     if fingerprint != model.corpus_fingerprint:
         layout = (" or, for a model file written before version-2 fingerprints, a multi-process "
                   "run with another number of processes" if version == 1 else "")
-        raise CorpusError("resume: this corpus is not the one the model was fitted on "
+        raise CorpusError(f"{what}: this corpus is not the one the model was fitted on "
                           f"(fingerprint {fingerprint[:15]} != {model.corpus_fingerprint[:15]}"
                           f"{layout})")
     if corpus.vocab != model.vocab:
@@ -889,7 +958,7 @@ def _check_same_corpus(model: FittedModel, corpus: Corpus) -> None:
         else:
             i = next(i for i, (a, b) in enumerate(zip(corpus.vocab, model.vocab)) if a != b)
             why = f"word {i} is {corpus.vocab[i]!r}, the model's is {model.vocab[i]!r}"
-        raise CorpusError(f"resume: the corpus's vocabulary differs from the model's ({why})")
+        raise CorpusError(f"{what}: the corpus's vocabulary differs from the model's ({why})")
 
 
 def _log_joint_of_state(module: ModuleType, state: Any, params: Any) -> float | None:
