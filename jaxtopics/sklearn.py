@@ -25,7 +25,9 @@ How they differ from scikit-learn's variational ``LatentDirichletAllocation``:
 * ``random_state=None`` draws a fresh seed at every ``fit`` (scikit-learn's convention); an int
   is the chain's seed (``jt.LDA(...).fit(corpus, seed=random_state)``: same int, same chain).
 * The fitted jaxtopics model is ``model_`` (``summary()``, ``top_words()``, ``save()``,
-  ``to_pyldavis()``, ...).
+  ``to_pyldavis()``, ...). Its vocabulary is X's column names where X is a DataFrame with
+  string columns (``feature_names_in_``), else ``"w0"``, ``"w1"``, ... by column: in a
+  ``Pipeline`` read the words off the vectorizer, ``vectorizer.get_feature_names_out()``.
 
 scikit-learn's estimator checks (``sklearn.utils.estimator_checks``) pass, but for those
 :func:`expected_failed_checks` lists with their reasons (DMM's ``check_clustering``, fed negative
