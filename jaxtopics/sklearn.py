@@ -306,7 +306,7 @@ class DMM(ClusterMixin, _Base):
         >>> from jaxtopics.sklearn import DMM
         >>> X = np.array([[3, 2, 0, 0], [0, 0, 2, 3]] * 10)
         >>> labels = DMM(n_clusters=4, max_iter=20, random_state=0).fit_predict(X)
-        >>> len(set(labels[::2])), len(set(labels[1::2])), labels[0] != labels[1]
+        >>> len(set(labels[::2])), len(set(labels[1::2])), bool(labels[0] != labels[1])
         (1, 1, True)
     """
 

@@ -15,7 +15,7 @@ import numpy as np
 from .corpus_checks import _frozen, _str_tuple
 from .errors import CorpusError
 
-__all__ = ["from_sparse", "document_term_counts"]
+__all__ = ["document_term_counts"]   # and Corpus.from_sparse (from_sparse below)
 
 _INT32_MAX = int(np.iinfo(np.int32).max)
 
