@@ -170,3 +170,16 @@ def test_quickstart_notebook_runs(tmp_path, monkeypatch):
     jax, lda, data, p = env["jax"], env["lda"], env["data"], env["p"]
     start = lda.init(jax.random.split(env["keys"][0])[0], data, p)  # chain 0 before its sweeps
     assert chains[0] > float(lda.log_joint(start, data, p)) / env["corpus"].num_tokens + 0.1
+
+
+def test_interop_block_runs():
+    """The scikit-learn / pyLDAvis / pandas block as written (fewer sweeps and topics)."""
+    pytest.importorskip("sklearn")
+    pytest.importorskip("pandas")
+    code = _block("## scikit-learn, pyLDAvis, pandas", "python")
+    code = (code.replace("max_iter=300", "max_iter=20").replace("n_components=20", "n_components=2")
+            .replace("jt.LDA(20)", "jt.LDA(2)").replace(", 500,", ", 60,").replace("< 200", "< 30"))
+    env = {"texts": TRAIN, "jt": jt}
+    exec(compile(code, "README.md:interop", "exec"), env)
+    assert env["theta"].shape == (len(TRAIN), 2) and env["model"].sweeps_done == 30
+    assert env["kwargs"]["doc_topic_dists"].shape == (len(TRAIN), 2)
