@@ -216,6 +216,11 @@ def _check_args(args: argparse.Namespace) -> None:
     if args.top_words < 1:
         raise ParameterError(f"--top-words must be >= 1, got {args.top_words}")
     if args.command == "show":
+        if (args.html is None) != (args.input is None):
+            raise ParameterError("--html and --input go together: the page shows the model on "
+                                 "its training corpus (--input, as given to fit)")
+        if args.html is not None and not str(args.html).strip():
+            raise ParameterError("--html must name a file, got an empty string")
         return
     if args.coherence and args.top_words < 2:
         raise ParameterError(f"--coherence scores pairs of top words: --top-words must be >= 2, "
@@ -474,6 +479,20 @@ def _coherence_line(coherence, args: argparse.Namespace, corpus: str) -> str:
                               if scored.size else "no topic holds any token"))
 
 
+def _write_html(model, args: argparse.Namespace) -> None:
+    """`show --html FILE`: the pyLDAvis page of `model` on its training corpus (--input, read as
+    `fit` reads it and checked by fingerprint), written atomically."""
+    from .interop import optional_import
+    from .io import atomic_path
+    pyldavis = optional_import("pyLDAvis", "jaxtopics show --html")
+    args.model, args.sentences, args.labelled, args.coordinator = model.model, False, False, None
+    kwargs = model.to_pyldavis(_read_corpus(args))
+    page = pyldavis.prepare(**kwargs, n_jobs=1)
+    with atomic_path(args.html) as tmp:
+        pyldavis.save_html(page, str(tmp))
+    print(f"jaxtopics: wrote {args.html}", file=sys.stderr)
+
+
 # -- infer, evaluate: new documents under a saved model -----------------------------------------
 
 def _load_model(path: str):
@@ -613,6 +632,14 @@ def build_parser() -> argparse.ArgumentParser:
     show = sub.add_parser("show", help="print the summary of a saved model")
     show.add_argument("path", help="a model file (model.jtm) or the --out directory of a fit")
     show.add_argument("--top-words", type=int, default=10)
+    show.add_argument("--html", default=None, metavar="FILE",
+                      help="also write a pyLDAvis page of the model (needs --input, the training "
+                           "corpus, and pyLDAvis: pip install \"jaxtopics[interop]\")")
+    show.add_argument("--input", "-i", default=None, help="--html: the training corpus file")
+    show.add_argument("--format", choices=("auto", "ldac", "text", "jsonl"), default="auto",
+                      help="--html: the corpus format, as fit's")
+    show.add_argument("--vocab", help="--html: vocabulary file for LDA-C")
+    show.add_argument("--text-key", default=None, help="--html: jsonl key of the text")
     _add_new_docs_commands(sub)
     _add_compare_k_command(sub)
     for name, command in sub.choices.items():
@@ -787,8 +814,10 @@ def _run(args: argparse.Namespace) -> int:
             # the report was cut short (its reader left): 128 + SIGPIPE, as `show` and a shell say
             return 141 if status == 0 and _report_state.get("reader_gone") else status
         if args.command == "show":
-            text = _load_model(args.path).summary(n=args.top_words)
-            _print_while_read(text)
+            model = _load_model(args.path)
+            if args.html is not None:
+                _write_html(model, args)
+            _print_while_read(model.summary(n=args.top_words))
             return 141 if _report_state.get("reader_gone") else 0
         if args.command == "compare-k":
             status = _compare_k(args)
@@ -804,6 +833,11 @@ def _run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print(f"\njaxtopics: interrupted{_checkpoint_hint(args)}", file=sys.stderr)
         return 130                              # 128 + SIGINT, as a shell reports it
+    except ImportError as e:   # an optional package (show --html: pyLDAvis): how to install it
+        if "jaxtopics[" not in str(e):
+            raise
+        print(f"jaxtopics: error: {e}", file=sys.stderr)
+        return 2
     except BrokenPipeError:   # `jaxtopics show ... | head`: the reader left; exit quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # no error at exit flush
         return 141                              # 128 + SIGPIPE, as a shell reports it

@@ -3,8 +3,8 @@ arrays in a compressed-sparse-row layout (all tokens of all documents concatenat
 ``word_ids``, document boundaries in ``doc_offsets``), the vocabulary, and optional sentence
 boundaries, gold labels, label sets (for multi-label models such as DP-MRM) and document names;
 its constructors build it from token lists, raw texts (tokenised by :mod:`jaxtopics.text`),
-gensim-style bag-of-words, and the files :mod:`jaxtopics.io` reads (LDA-C, UCI bag-of-words,
-text lines, JSON lines). Empty documents are kept, never dropped; models that cannot take them
+gensim-style bag-of-words, document-term matrices (``from_sparse``) and the files
+:mod:`jaxtopics.io` reads (LDA-C, UCI bag-of-words, text lines, JSON lines). Empty documents are kept, never dropped; models that cannot take them
 call :meth:`Corpus.require_nonempty_docs`. The text pipeline's public names (``TextOptions``,
 ``split_sentences``, ``default_tokenizer``, ``ENGLISH_STOP_WORDS``) are re-exported here; the
 checks and encodings of what a corpus is given (arrays, strings, gold labels, label sets) are
@@ -30,6 +30,7 @@ from .corpus_checks import (_as_int_value, _check_frac_or_count, _encode_labels,
                             _gold_labels, _int_array, _is_label_sets, _iterable, _label_sets_csr,
                             _require_documents, _shown, _str_tuple)
 from .errors import CorpusError, EmptyDocumentError, ParameterError
+from .sparse import from_sparse as _from_sparse
 from .text import ENGLISH_STOP_WORDS, TextOptions, default_tokenizer, split_sentences
 from .text import nfc_vocab as _nfc_vocab
 from .validate import as_sequence
@@ -897,6 +898,8 @@ class Corpus:
             labels=labels,
             doc_names=doc_names,
         )
+
+    from_sparse = classmethod(_from_sparse)   # a document-term matrix (jaxtopics/sparse.py)
 
     @classmethod
     def from_ldac(

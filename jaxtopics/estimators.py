@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 import os
 from types import ModuleType
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 import jax
 import numpy as np
@@ -26,7 +26,7 @@ from . import memory, sampled_concentrations, seed_words as _seeds
 from .corpus import Corpus
 from .devices import _on_every_process, _require_same_settings
 from .errors import CorpusError, ParameterError
-from .fit import chain_keys, in_32_bits, run_chains
+from .fit import TracePoint, chain_keys, check_callback, in_32_bits, run_chains
 from .fitted import FittedHDP, FittedModel, _check_sweeps, _fingerprint, params_repr
 from .models import dmm, dpmm, dpmrm, hdp, lda, ptm, slda
 from .models.base import Growable
@@ -80,7 +80,8 @@ class _Estimator:
     def fit(self, corpus: Corpus, num_sweeps: int = 1000, seed: int = 0, *, eval_every: int = 10,
             progress: bool | None = None, checkpoint_every: int | None = None,
             checkpoint_path: str | os.PathLike | None = None,
-            devices: int | str | None = None) -> FittedModel:
+            devices: int | str | None = None,
+            callback: Callable[[TracePoint, FittedModel], Any] | None = None) -> FittedModel:
         """Run one seeded chain for `num_sweeps` sweeps; same seed => bitwise identical result.
 
         With `checkpoint_path` and `checkpoint_every` (the two go together), the model is saved
@@ -104,6 +105,11 @@ class _Estimator:
             progress: a progress bar; None: only when stderr is a terminal.
             checkpoint_every, checkpoint_path: save the model every `checkpoint_every` sweeps.
             devices: shard the documents over this many devices, "auto", or None (one device).
+            callback: ``callback(point, model)`` after every trace point (every `eval_every`
+                sweeps and at the end): the :class:`TracePoint` and the fitted model so far.
+                Returning ``False`` stops the fit cleanly there (the model has the sweeps run
+                so far, its trace ends there, and it saves and resumes as any other); None or
+                True go on; an exception propagates (see ``FittedModel.resume``).
 
         Returns:
             The :class:`FittedModel` (``FittedHDP`` for HDP).
@@ -126,7 +132,9 @@ class _Estimator:
         if resolved is not self:
             return resolved.fit(corpus, num_sweeps, seed, eval_every=eval_every, progress=progress,
                                 checkpoint_every=checkpoint_every, checkpoint_path=checkpoint_path,
-                                devices=devices)
+                                devices=devices, callback=callback)
+        if callback is not None:
+            check_callback(callback)
         _require_same_settings(**self.params._asdict(), model=self.name, num_sweeps=num_sweeps,
                                seed=seed, eval_every=eval_every, checkpoint_every=checkpoint_every,
                                devices=devices)
@@ -152,11 +160,13 @@ class _Estimator:
         fitted.label_names = corpus.label_names
         return fitted.resume(corpus, num_sweeps, eval_every=eval_every, progress=progress,
                              checkpoint_every=checkpoint_every, checkpoint_path=checkpoint_path,
-                             devices=devices)
+                             devices=devices, callback=callback)
 
     @in_32_bits
     def fit_chains(self, corpus: Corpus, num_sweeps: int = 1000, seeds: Sequence[int] = (0, 1, 2),
-                   *, eval_every: int = 10) -> list[FittedModel]:
+                   *, eval_every: int = 10,
+                   callback: Callable[[TracePoint, FittedModel], Any] | None = None
+                   ) -> list[FittedModel]:
         """One chain per seed, run together: their states stacked and every sweep ``jax.vmap``-ed
         over the chains (one compiled loop for all; on a GPU, S small chains cost about one).
         Returns one FittedModel per seed, each the chain ``fit(corpus, num_sweeps, seed)`` runs,
@@ -170,6 +180,10 @@ class _Estimator:
             num_sweeps: sweeps per chain.
             seeds: one chain per seed.
             eval_every: sweeps between trace points.
+            callback: as in ``fit``, called for every chain at every trace point with that
+                chain's point and model. Chains run together stop together: at the first
+                point where the callback returned ``False`` for every chain (chains run one
+                after another, as listed above, each stop on their own).
 
         Returns:
             One FittedModel per seed, in the order of `seeds`.
@@ -188,10 +202,12 @@ class _Estimator:
         if not seeds:
             raise ParameterError("seeds must list at least one seed")
         num_sweeps, eval_every, _ = _check_sweeps(num_sweeps, eval_every, None)
+        if callback is not None:
+            check_callback(callback)
         module = self.module
         if isinstance(module, Growable) or jax.process_count() > 1 or num_sweeps == 0:
-            return [self.fit(corpus, num_sweeps, seed, eval_every=eval_every, progress=False)
-                    for seed in seeds]
+            return [self.fit(corpus, num_sweeps, seed, eval_every=eval_every, progress=False,
+                             callback=callback) for seed in seeds]
         first = self.fit(corpus, 0, seeds[0], progress=False)   # checks the corpus and memory
         first.trace = []
         data = first._data
@@ -202,13 +218,24 @@ class _Estimator:
             for seed in seeds[1:]]
         states = jax.tree.map(lambda *a: jax.numpy.stack(a), *[c._state for c in chains])
         keys = jax.numpy.stack([chain_keys(seed)[1] for seed in seeds])
+        for chain in chains:
+            chain.text_options, chain.label_names = corpus.text_options, corpus.label_names
+
+        def settle(states, traces):            # every chain's model as it stands after a chunk
+            for c, (chain, trace) in enumerate(zip(chains, traces)):
+                chain._state = jax.tree.map(lambda a, c=c: a[c], states)
+                chain.sweeps_done, chain.trace = trace[-1].sweep, list(trace)
+                chain.__dict__.pop("_estimate_cache", None)
+
+        def on_eval(states, done, traces):
+            settle(states, traces)
+            answers = [callback(chain.trace[-1], chain) for chain in chains]
+            return not all(a is not None and not a for a in answers)
         states, traces = run_chains(module, self.params, data, states, keys,
                                     num_sweeps=num_sweeps, num_tokens=first.num_tokens,
-                                    eval_every=eval_every, num_units=first._num_units(corpus))
-        for c, (chain, trace) in enumerate(zip(chains, traces)):
-            chain._state = jax.tree.map(lambda a, c=c: a[c], states)
-            chain.sweeps_done, chain.trace = num_sweeps, trace
-            chain.text_options, chain.label_names = corpus.text_options, corpus.label_names
+                                    eval_every=eval_every, num_units=first._num_units(corpus),
+                                    on_eval=None if callback is None else on_eval)
+        settle(states, traces)
         return chains
 
     def __repr__(self) -> str:

@@ -26,7 +26,8 @@ from .errors import InvariantError
 from .models.base import Carried, Growable, Invariants, Learning, TracedPriors
 from .validate import seed_key
 
-__all__ = ["TracePoint", "chain_keys", "check_chunk_memory", "check_invariants", "in_32_bits",
+__all__ = ["TracePoint", "chain_keys", "check_callback", "check_chunk_memory", "check_invariants",
+           "in_32_bits",
            "run_chunk", "run_unchecked_chunk", "run_chains_chunk", "run_sweeps", "run_chains"]
 
 
@@ -331,7 +332,8 @@ def run_sweeps(model: ModuleType, params: Any, data: Any, state: Any, chain_key:
                progress: bool | None = None, checkpoint_every: int | None = None,
                on_checkpoint: Callable[[Any, int, list[TracePoint]], None] | None = None,
                on_chunk: Callable[[Any, int, list[TracePoint]], None] | None = None,
-               invariants: bool = True) -> tuple[Any, list[TracePoint]]:
+               invariants: bool = True,
+               on_eval: Callable[[TracePoint], Any] | None = None) -> tuple[Any, list[TracePoint]]:
     """Run sweeps start..start+num_sweeps-1; evaluate every `eval_every` sweeps (and at the end).
 
     A model with a ``grow(state, data, params) -> state`` function (nonparametric models with a
@@ -363,6 +365,10 @@ def run_sweeps(model: ModuleType, params: Any, data: Any, state: Any, chain_key:
             was donated).
         invariants: check the model's invariants after every chunk (False: the unchecked
             chunk, ``run_unchecked_chunk``; for measuring what the check costs).
+        on_eval: called as ``on_eval(point)`` with every new trace point, after `on_chunk`
+            and the checkpoint; a return value that is not None and false (``False``) stops
+            the run there, cleanly: the state and trace returned end at that point (the chain
+            continues bitwise from it). An exception it raises propagates.
 
     Returns:
         (state, trace); `num_sweeps=0` returns the state and one trace point evaluating it (0
@@ -390,8 +396,10 @@ def run_sweeps(model: ModuleType, params: Any, data: Any, state: Any, chain_key:
     state = _unshared(state, data)
     if num_sweeps == 0:                       # no sweep: the trace evaluates the state given
         lj, priors = evaluate_log_joint(model, params, data, state)
-        return state, [TracePoint(start, float(lj) / max(num_tokens, 1), 0.0, 0.0,
-                                  _host_priors(priors))]
+        trace = [TracePoint(start, float(lj) / max(num_tokens, 1), 0.0, 0.0, _host_priors(priors))]
+        if on_eval is not None:
+            on_eval(trace[0])
+        return state, trace
     bar = None
     if progress or (progress is None and sys.stderr.isatty()):
         from tqdm.auto import tqdm
@@ -429,16 +437,40 @@ def run_sweeps(model: ModuleType, params: Any, data: Any, state: Any, chain_key:
                 bar.update(steps)
                 if trace:
                     bar.set_postfix(ll=f"{trace[-1].log_joint_per_token:.4f}")
+            if (on_eval is not None and trace and trace[-1].sweep == point
+                    and _stops(on_eval(trace[-1]))):
+                break
     finally:
         if bar is not None:
             bar.close()
     return state, trace
 
 
+def check_callback(callback: Any) -> None:
+    """Refuse a `callback` that is not callable (before any sweep runs).
+
+    Args:
+        callback: what ``fit(..., callback=)`` was given.
+
+    Raises:
+        ParameterError: it cannot be called."""
+    if not callable(callback):
+        from .errors import ParameterError
+        raise ParameterError(f"callback must be a function (point, model) -> bool | None, got "
+                             f"{type(callback).__name__} {callback!r}"[:200])
+
+
+def _stops(answer: Any) -> bool:
+    """Whether a callback's answer stops the run: not None and false (``False``, ``0``)."""
+    return answer is not None and not bool(answer)
+
+
 @in_32_bits
 def run_chains(model: ModuleType, params: Any, data: Any, states: Any, chain_keys: Array, *,
                num_sweeps: int, num_tokens: int, eval_every: int = 10,
-               num_units: int | None = None) -> tuple[Any, list[list[TracePoint]]]:
+               num_units: int | None = None,
+               on_eval: Callable[[Any, int, list[list[TracePoint]]], Any] | None = None
+               ) -> tuple[Any, list[list[TracePoint]]]:
     """Sweeps 0..num_sweeps-1 of several chains at once (``run_chains_chunk``: one vmapped
     chunk per evaluation), for a model that does not grow.
 
@@ -447,6 +479,9 @@ def run_chains(model: ModuleType, params: Any, data: Any, states: Any, chain_key
             :func:`run_sweeps` (the chains start at sweep 0).
         states: the chains' States stacked along a leading axis (donated).
         chain_keys: [chains] keys.
+        on_eval: called as ``on_eval(states, sweeps_done, traces)`` at every evaluation (the
+            states not donated yet); an answer that is not None and false stops every chain
+            there.
 
     Returns:
         (states, one trace per chain, as ``run_sweeps``'s).
@@ -478,4 +513,6 @@ def run_chains(model: ModuleType, params: Any, data: Any, states: Any, chain_key
                 trace.append(TracePoint(point, float(lj[c]) / max(num_tokens, 1),
                                         int(changed[c]) / max(num_units or num_tokens, 1),
                                         seconds, _host_priors({n: v[c] for n, v in priors.items()})))
+            if on_eval is not None and _stops(on_eval(states, point, traces)):
+                break
     return states, traces

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numbers
 import os
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import partial
 from types import ModuleType
 from typing import Any
@@ -28,7 +28,7 @@ from . import __version__, memory
 from .corpus import Corpus, TextOptions
 from .devices import _on_every_process, _require_same_settings, resolve_devices
 from .errors import CorpusError, ParameterError, ShardLayoutWarning
-from .fit import TracePoint, chain_keys, in_32_bits, run_sweeps
+from .fit import TracePoint, chain_keys, check_callback, in_32_bits, run_sweeps
 from .io import encode_strings, save_model_file
 from .model_files import _check_file_name, _check_writable_file, _rebuilt, trace_arrays
 from .models import base, hdp, lda
@@ -385,6 +385,74 @@ class FittedModel:
                                       hint=hint)
         return out
 
+    def to_pyldavis(self, corpus: Corpus) -> dict[str, Any]:
+        """The keyword arguments of ``pyLDAvis.prepare`` for this model, every model alike:
+        ``pyLDAvis.save_html(pyLDAvis.prepare(**model.to_pyldavis(corpus)), "vis.html")``.
+
+        topic_term_dists is phi and doc_topic_dists theta, both over the topics (clusters) that
+        hold a token: empty ones are left out (pyLDAvis cannot place a topic of size 0) and the
+        others keep their order, so with ``start_index=0`` and ``sort_topics=False`` (both
+        returned) pyLDAvis's topic i is this model's topic i while none is empty (else the
+        i-th non-empty one). DMM and DPMM give each document's cluster as a one-hot row (their
+        memberships, so the sizes pyLDAvis shows are the clusters' tokens). Words no training
+        token uses (an all-zero column of ``Corpus.from_sparse``) are left out of the vocabulary
+        (pyLDAvis divides by a word's frequency), phi's rows renormalised over the others.
+        Needs no optional package itself; pyLDAvis is in the ``interop`` extra.
+
+        Args:
+            corpus: the training corpus (checked by fingerprint, as ``resume`` checks it): its
+                document lengths and word frequencies are pyLDAvis's doc_lengths and
+                term_frequency.
+
+        Returns:
+            {"topic_term_dists": float64 [K', V'], "doc_topic_dists": float64 [D, K'],
+            "doc_lengths": int64 [D], "vocab": V' words, "term_frequency": int64 [V'],
+            "sort_topics": False, "start_index": 0}.
+
+        Raises:
+            CorpusError: not the training corpus, or no topic holds a token.
+
+        Example:
+            >>> import jaxtopics as jt
+            >>> corpus = jt.Corpus.from_texts(["apple banana apple cherry", "car engine wheel car"] * 10)
+            >>> model = jt.LDA(num_topics=2).fit(corpus, num_sweeps=50, seed=0)
+            >>> kw = model.to_pyldavis(corpus)      # then pyLDAvis.prepare(**kw)
+            >>> kw["topic_term_dists"].shape, kw["doc_topic_dists"].shape, kw["sort_topics"]
+            ((2, 6), (20, 2), False)
+        """
+        from .interop import pyldavis_kwargs
+        return pyldavis_kwargs(self, corpus)
+
+    def doc_topic_frame(self, corpus: Corpus | None = None) -> Any:
+        """``doc_topic`` (theta) as a pandas DataFrame (pandas: the ``interop`` extra).
+
+        Args:
+            corpus: the training corpus, whose ``doc_names`` become the index; None (or a
+                corpus without names): the document ids 0..D-1.
+
+        Returns:
+            A DataFrame [D, K], index named "document", columns the topic ids (named "topic").
+
+        Raises:
+            CorpusError: `corpus` has another number of documents than the model.
+            ImportError: pandas is not installed (the message says what to install).
+        """
+        from .interop import doc_topic_frame
+        return doc_topic_frame(self, corpus)
+
+    def topic_word_frame(self) -> Any:
+        """``topic_word`` (phi) as a pandas DataFrame (pandas: the ``interop`` extra).
+
+        Returns:
+            A DataFrame [K, V], index the topic ids (named "topic"), columns the words (named
+            "word").
+
+        Raises:
+            ImportError: pandas is not installed (the message says what to install).
+        """
+        from .interop import topic_word_frame
+        return topic_word_frame(self)
+
     def summary(self, n: int = 8) -> str:
         """Human-readable summary: model, sizes, hyper-parameters, trace, top words per topic.
 
@@ -439,10 +507,13 @@ class FittedModel:
     def resume(self, corpus: Corpus, num_sweeps: int, *, eval_every: int = 10,
                progress: bool | None = None, checkpoint_every: int | None = None,
                checkpoint_path: str | os.PathLike | None = None,
-               devices: int | str | None = None) -> "FittedModel":
+               devices: int | str | None = None,
+               callback: Callable[[TracePoint, "FittedModel"], Any] | None = None
+               ) -> "FittedModel":
         """Continue the same chain for `num_sweeps` more sweeps (in place).
 
-        Bitwise identical to having run all sweeps at once (with the same `devices`).
+        Bitwise identical to having run all sweeps at once (with the same `devices`), also when
+        a `callback` stopped a run early and it is resumed from there.
 
         Args:
             corpus: the corpus the model was fitted on (checked by fingerprint).
@@ -458,6 +529,13 @@ class FittedModel:
                 sharded, else one (``resolve_devices``). None continues on the devices the
                 chain ran on so far (``shards``, saved in the model file); another count
                 continues as a different chain (``ShardLayoutWarning``).
+            callback: called as ``callback(point, model)`` at every trace point (every
+                `eval_every` sweeps and at the end) with the :class:`TracePoint` and this
+                model as it stands there (its read-outs, ``save``, ... are of that sweep).
+                Returning ``False`` stops the run cleanly at that point (``sweeps_done`` and
+                the trace end there; with a checkpoint path, the checkpoint is written there
+                too); None or True go on. An exception it raises propagates, the model
+                holding the state of that point and no file half written.
 
         Returns:
             self, with ``sweeps_done`` and ``trace`` extended.
@@ -532,15 +610,29 @@ class FittedModel:
 
         def _shifted(trace):
             return [p._replace(seconds=p.seconds + offset) for p in trace]
+        on_eval = None
+        if callback is not None:
+            check_callback(callback)
+
+            def on_eval(point):
+                if num_sweeps == 0:            # no chunk ran: the model holds the state already
+                    if old_trace and old_trace[-1].sweep == point.sweep:
+                        return callback(old_trace[-1], self)
+                    self.trace = old_trace + _shifted([point])
+                return callback(self.trace[-1], self)
+        stop = self.sweeps_done + num_sweeps
         state, trace = run_sweeps(
             model, self.params, data, state, chain_key,
             start=self.sweeps_done, num_sweeps=num_sweeps, num_tokens=self.num_tokens,
             num_units=self._num_units(corpus), eval_every=eval_every, progress=progress,
             checkpoint_every=checkpoint_every if checkpoint_path else None,
-            on_checkpoint=save_checkpoint, on_chunk=keep)
+            on_checkpoint=save_checkpoint, on_chunk=keep, on_eval=on_eval)
         if old_trace and trace and trace[0].sweep == old_trace[-1].sweep:
             trace = trace[1:]                  # resume(0) of a state evaluated already
         self.trace = old_trace + _shifted(trace)
+        if (self.sweeps_done < stop and checkpoint_path is not None and checkpoint_every
+                and self.sweeps_done % checkpoint_every):
+            self.save(checkpoint_path)         # stopped by the callback: checkpoint the stop
         return self
 
     def _sharded(self, corpus: Corpus, devices: int):
@@ -845,10 +937,11 @@ def _check_sweeps(num_sweeps: int, eval_every: int, checkpoint_every: int | None
     return num_sweeps, eval_every, checkpoint_every
 
 
-def _check_same_corpus(model: FittedModel, corpus: Corpus) -> None:
-    """resume's check: the very corpus (fingerprint) and the model's vocabulary, word by word."""
+def _check_same_corpus(model: FittedModel, corpus: Corpus, what: str = "resume") -> None:
+    """resume's check (and `what`'s): the very corpus (fingerprint) and the model's vocabulary,
+    word by word."""
     if not isinstance(corpus, Corpus):
-        raise CorpusError(f"resume expects a jaxtopics.Corpus, got {type(corpus).__name__}")
+        raise CorpusError(f"{what} expects a jaxtopics.Corpus, got {type(corpus).__name__}")
     version = 2 if model.corpus_fingerprint.startswith("v2:") else 1     # older files: version 1
     fingerprint = _fingerprint(corpus, model.model, version)
     if (fingerprint != model.corpus_fingerprint and version == 1
@@ -859,7 +952,7 @@ def _check_same_corpus(model: FittedModel, corpus: Corpus) -> None:
     if fingerprint != model.corpus_fingerprint:
         layout = (" or, for a model file written before version-2 fingerprints, a multi-process "
                   "run with another number of processes" if version == 1 else "")
-        raise CorpusError("resume: this corpus is not the one the model was fitted on "
+        raise CorpusError(f"{what}: this corpus is not the one the model was fitted on "
                           f"(fingerprint {fingerprint[:15]} != {model.corpus_fingerprint[:15]}"
                           f"{layout})")
     if corpus.vocab != model.vocab:
@@ -868,7 +961,7 @@ def _check_same_corpus(model: FittedModel, corpus: Corpus) -> None:
         else:
             i = next(i for i, (a, b) in enumerate(zip(corpus.vocab, model.vocab)) if a != b)
             why = f"word {i} is {corpus.vocab[i]!r}, the model's is {model.vocab[i]!r}"
-        raise CorpusError(f"resume: the corpus's vocabulary differs from the model's ({why})")
+        raise CorpusError(f"{what}: the corpus's vocabulary differs from the model's ({why})")
 
 
 def _log_joint_of_state(module: ModuleType, state: Any, params: Any) -> float | None:

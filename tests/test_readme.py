@@ -256,3 +256,16 @@ def test_research_notebook_runs(tmp_path, monkeypatch):
     assert (env["a"].assignments == env["b"].assignments).all()
     assert np.isfinite(env["ll"]).all() and env["ll"].shape == (env["test"].num_docs,)
     assert np.asarray(env["learned"].alpha).shape == (15,)
+
+
+def test_interop_block_runs():
+    """The scikit-learn / pyLDAvis / pandas block as written (fewer sweeps and topics)."""
+    pytest.importorskip("sklearn")
+    pytest.importorskip("pandas")
+    code = _block("## scikit-learn, pyLDAvis, pandas", "python")
+    code = (code.replace("max_iter=300", "max_iter=20").replace("n_components=20", "n_components=2")
+            .replace("jt.LDA(20)", "jt.LDA(2)").replace(", 500,", ", 60,").replace("< 200", "< 30"))
+    env = {"texts": TRAIN, "jt": jt}
+    exec(compile(code, "README.md:interop", "exec"), env)
+    assert env["theta"].shape == (len(TRAIN), 2) and env["model"].sweeps_done == 30
+    assert env["kwargs"]["doc_topic_dists"].shape == (len(TRAIN), 2)
