@@ -368,7 +368,8 @@ def run_sweeps(model: ModuleType, params: Any, data: Any, state: Any, chain_key:
         on_eval: called as ``on_eval(point)`` with every new trace point, after `on_chunk`
             and the checkpoint; a return value that is not None and false (``False``) stops
             the run there, cleanly: the state and trace returned end at that point (the chain
-            continues bitwise from it). An exception it raises propagates.
+            continues bitwise from it). An exception it raises propagates. In a multi-process
+            run every process stops where any process's callback says stop.
 
     Returns:
         (state, trace); `num_sweeps=0` returns the state and one trace point evaluating it (0
@@ -437,8 +438,8 @@ def run_sweeps(model: ModuleType, params: Any, data: Any, state: Any, chain_key:
                 bar.update(steps)
                 if trace:
                     bar.set_postfix(ll=f"{trace[-1].log_joint_per_token:.4f}")
-            if (on_eval is not None and trace and trace[-1].sweep == point
-                    and _stops(on_eval(trace[-1]))):
+            if trace and trace[-1].sweep == point and _stops_everywhere(
+                    on_eval is not None and _stops(on_eval(trace[-1]))):
                 break
     finally:
         if bar is not None:
@@ -458,6 +459,16 @@ def check_callback(callback: Any) -> None:
         from .errors import ParameterError
         raise ParameterError(f"callback must be a function (point, model) -> bool | None, got "
                              f"{type(callback).__name__} {callback!r}"[:200])
+
+
+def _stops_everywhere(stop: bool) -> bool:
+    """One answer for the whole run: in a multi-process run every process stops where any
+    process's callback stops it (their sweeps exchange counts: one stopping alone would leave
+    the others waiting for it), one small sum at each trace point; one process: `stop`."""
+    if jax.process_count() == 1:
+        return stop
+    from .processes import process_sum
+    return process_sum(int(stop)) > 0
 
 
 def _stops(answer: Any) -> bool:

@@ -3,6 +3,7 @@ fit callback (every model; sharded; fit_chains), and `jaxtopics show --html`."""
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -171,6 +172,26 @@ def test_callback_sharded():
     model.resume(corpus, 10)
     straight = jt.LDA(2).fit(corpus, 20, seed=3, eval_every=5, devices=2, progress=False)
     np.testing.assert_array_equal(model.assignments, straight.assignments)
+
+
+def test_in_a_multi_process_run_any_process_stopping_stops_every_process(monkeypatch):
+    """The stop is summed over the processes at each trace point (``fit._stops_everywhere``):
+    a process whose own callback says go on stops where another process's said stop, and one
+    without a callback takes part in the sum (they exchange counts every sweep: a process
+    stopping alone would leave the others waiting)."""
+    from jaxtopics import fit, processes
+
+    asked = []
+    others_stop_at = 10
+
+    def process_sum(value):                      # this process's answer + the other process's
+        asked.append(value)
+        return value + int(len(asked) * 5 >= others_stop_at)
+
+    monkeypatch.setattr(processes, "process_sum", process_sum)
+    monkeypatch.setattr(jax, "process_count", lambda: 2)
+    assert fit._stops_everywhere(False) is False and fit._stops_everywhere(False) is True
+    assert fit._stops_everywhere(True) is True
 
 
 def test_callback_fit_chains():
