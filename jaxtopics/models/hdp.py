@@ -102,6 +102,7 @@ __all__ = [
 
 #: every HDP kernel: direct assignment (``hdp_direct``), then the CRF's (this module)
 SAMPLERS = ("parallel", "sequential", "crf", "crf_sequential")
+SHARDED_SAMPLERS = ("crf",)      # this module's kernel that runs sharded (``distributed``)
 _F32 = jnp.float32
 
 # sharding hooks (``jaxtopics.distributed``; module docstring, "Sharded sweeps")
