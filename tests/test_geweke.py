@@ -500,7 +500,7 @@ def hdp_spec(split_merge_steps: int = 10) -> Spec:
     t_cap, k_cap = max(c["lengths"]), n          # enough for any seating: no overflow
     doc = jnp.asarray(corpus.doc_index, jnp.int32)
     params = hdp.check_params(hdp.Params(alpha=c["alpha"], gamma=c["gamma"], beta=c["beta"],
-                                         sampler="sequential", split_merge_steps=split_merge_steps,
+                                         sampler="crf_sequential", split_merge_steps=split_merge_steps,
                                          topic_capacity=k_cap, table_capacity=t_cap))
     template = hdp.prepare(corpus, params)
 

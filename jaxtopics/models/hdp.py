@@ -102,7 +102,9 @@ __all__ = [
 
 #: every HDP kernel: direct assignment (``hdp_direct``), then the CRF's (this module)
 SAMPLERS = ("parallel", "sequential", "crf", "crf_sequential")
-SHARDED_SAMPLERS = ("crf",)      # this module's kernel that runs sharded (``distributed``)
+SHARDED_SAMPLERS = ("crf",)
+#: parameters added after model files were written, with the value older files ran with
+PARAMS_ADDED_LATER = {"split_merge_every": 0}      # this module's kernel that runs sharded (``distributed``)
 _F32 = jnp.float32
 
 # sharding hooks (``jaxtopics.distributed``; module docstring, "Sharded sweeps")
