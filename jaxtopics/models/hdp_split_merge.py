@@ -468,7 +468,8 @@ def _split_merge(key: Array, st: State, data: Data, params: Params, attempts: in
 
 def split_merge_moves(k_att: Array, k_local: Array, z: Array, word_topic: Array, topic: Array,
                       log_pi: Array, conc: tuple[Array, Array], data: Data, params: Params,
-                      attempts: int, num_docs: int, axis_name: str | None = None) -> tuple:
+                      attempts: int, num_docs: int, axis_name: str | None = None,
+                      launch_rounds: int | None = None) -> tuple:
     """The `attempts` moves SM3-SM8 of `_split_merge` (each applied by SM9's `_apply_move`) on
     the tokens' topics z [N] given the global weights `log_pi` [K] (-inf: a free topic; the
     weight of the unused topics is 1 - their sum, which no move changes) and conc = (alpha,
@@ -476,10 +477,14 @@ def split_merge_moves(k_att: Array, k_local: Array, z: Array, word_topic: Array,
     re-seated afterwards) and the direct-assignment sampler (``hdp_direct``: pi = its
     instantiated weights beta, no tables). `k_att`: the attempts' global draws (equal on every
     shard), `k_local`: the shard's own. Returns (z, word_topic, topic, log_pi, changed [K],
-    accepted, overflow)."""
+    accepted, overflow). `launch_rounds`: at most this many vectorised rounds of SM5 (default
+    log2 N; fewer rounds, a coarser sequential allocation: still an exact move, the launch
+    state is not part of q)."""
     n = z.shape[0]
     k_cap = word_topic.shape[1]
     max_round = max(1, (n - 1).bit_length())
+    if launch_rounds is not None:
+        max_round = min(max_round, launch_rounds)
     tk = _global_tokens(data, num_docs, word_topic.shape[0], axis_name)
     carry = (z, word_topic, topic, log_pi, jnp.zeros(k_cap, bool), jnp.int32(0), jnp.bool_(False))
     return jax.lax.fori_loop(
