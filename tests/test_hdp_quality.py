@@ -28,6 +28,7 @@ from sharded_chains import assert_rejected, assert_same_level, sharded_chain_mea
 
 PLANTED = 12
 SWEEPS = 100
+DIRECT_SWEEPS = 500
 #: a planted topic counts as recovered when matched at TV < 0.4: a topic that merges two planted
 #: ones lies at TV ~0.5 from each (half its mass is the other's), an unrelated one at ~0.9
 RECOVERED_TV = 0.4
@@ -66,11 +67,15 @@ def test_recovers_planted_topics_from_one_and_from_thirty(sampler: str) -> None:
     params = hdp.check_params(hdp.Params(sampler=sampler, topic_capacity=64, table_capacity=32))
     module = kernel_module(hdp, params)
     data = module.prepare(corpus, params)
+    # direct assignment: its default schedule runs the (costly) split-merge moves in a quarter
+    # of the sweeps (2.5 attempts a sweep against the CRF kernels' 10): 500 sweeps, the
+    # issue's bar; the CRF kernels 100
+    sweeps = SWEEPS if sampler.startswith("crf") else DIRECT_SWEEPS
     for k0 in (1, 30):
         state = module.init(chain_keys(k0)[0], data, params._replace(initial_topics=k0))
         state, trace = run_sweeps(module, params, data, state, chain_keys(k0)[1], start=0,
-                                  num_sweeps=SWEEPS, num_tokens=corpus.num_tokens,
-                                  eval_every=SWEEPS, progress=False)
+                                  num_sweeps=sweeps, num_tokens=corpus.num_tokens,
+                                  eval_every=sweeps, progress=False)
         est = module.estimate(state, params)
         sizes = est["topic_sizes"]
         big = sizes >= 0.01 * corpus.num_tokens
