@@ -99,6 +99,8 @@ SPLIT_MERGE_EVERY = 4
 _F32 = jnp.float32
 #: vectorised rounds of a split-merge launch state (``hdp_split_merge.split_merge_moves``)
 LAUNCH_ROUNDS = 4
+#: a split-merge proposal runs on its pair's tokens alone when they are at most N / this
+COMPACT_SHARE = 4
 _TINY = 1e-30            # floor of a weight inside a log (an underflowed weight of a used topic)
 
 SHARDING = Sharding(
@@ -324,7 +326,8 @@ def _split_merge(k_local: Array, k_att: Array, st: State, data: Data, params: Pa
     log_pi = jnp.where(st.topic_weight > 0, jnp.log(st.topic_weight), -jnp.inf)
     z, word_topic, topic, log_pi, _, accepted, overflow = split_merge_moves(
         k_att, k_local, st.z[:n], st.word_topic, st.topic, log_pi, (st.alpha, st.gamma), data,
-        params, params.split_merge_steps, d, axis_name, launch_rounds=LAUNCH_ROUNDS)
+        params, params.split_merge_steps, d, axis_name, launch_rounds=LAUNCH_ROUNDS,
+        compact=max(1, n // COMPACT_SHARE))
     real = _real(data)
     return st._replace(
         z=jnp.append(z, 0), word_topic=word_topic, topic=topic,

@@ -74,6 +74,7 @@ class _Tokens(NamedTuple):
     num_docs: int
     num_words: int
     axis_name: str | None
+    num_pairs: int = 0        # bound of the doc_word ids (0: N, the token arrays' length)
 
 
 class _Move(NamedTuple):
@@ -260,7 +261,7 @@ def _units(mv: _Move, tk: _Tokens) -> _Units:
     d_cap = tk.num_docs
     size = jax.ops.segment_sum(mv.member.astype(jnp.int32), tk.doc, num_segments=d_cap)
     word = jax.ops.segment_sum(mv.member.astype(jnp.int32), tk.doc_word,
-                               num_segments=tk.doc.shape[0])[tk.doc_word]
+                               num_segments=tk.num_pairs or tk.doc.shape[0])[tk.doc_word]
     return _Units(size, word, (jnp.arange(d_cap) == mv.da).astype(jnp.int32),
                   (jnp.arange(d_cap) == mv.db).astype(jnp.int32))
 
@@ -363,8 +364,33 @@ def _apply_move(c: tuple, mv: _Move, in_b: Array, kb_new: Array, group_a: tuple,
             changed.at[ka].set(True).at[kb_new].set(True))
 
 
+def _compact_proposal(proposal, mv: _Move, tk: _Tokens, z: Array, cap: int) -> tuple[Array, Array]:
+    """`proposal(mv, tk, z)` on the pair's tokens only (S and the anchors: SM5 and SM6 read no
+    other token) when every shard holds at most `cap` of them, gathered into [cap] arrays
+    (padding: in no group, counted nowhere), the split scattered back to [N]; else on all
+    tokens. The same draws either way (they are per document): the same move, ~N / cap times
+    cheaper for a pair of small topics."""
+    n = z.shape[0]
+    group = mv.member | mv.anchors
+    over = shard_sum((jnp.sum(group, dtype=jnp.int32) > cap).astype(jnp.int32), tk.axis_name)
+
+    def small(_):
+        idx = jnp.nonzero(group, size=cap, fill_value=n)[0]
+        ok = idx < n
+        at = jnp.minimum(idx, n - 1)
+        sub = tk._replace(doc=tk.doc[at], word=tk.word[at], doc_word=tk.doc_word[at],
+                          real=tk.real[at] & ok, tok=jnp.where(ok, tk.tok[at], -1),
+                          num_pairs=tk.num_pairs or n)
+        in_b, logq = proposal(mv._replace(member=mv.member[at] & ok, anchors=mv.anchors[at] & ok),
+                              sub, z[at])
+        return jnp.zeros(n, bool).at[idx].set(in_b & ok, mode="drop"), logq
+
+    return jax.lax.cond(over == 0, small, lambda _: proposal(mv, tk, z), None)
+
+
 def _attempt(i: Array, carry: tuple, k_att: Array, k_local: Array, tk: _Tokens,
-             conc: tuple[Array, Array], params: Params, max_round: int) -> tuple:
+             conc: tuple[Array, Array], params: Params, max_round: int,
+             compact: int | None = None) -> tuple:
     """Split-merge attempt i: choose the pair (SM3), propose (SM4), launch (SM5), scan (SM6),
     accept (SM7, SM8), apply (SM9). carry = (z [N], word_topic, topic, log_pi, changed [K],
     accepted, overflow); conc = (alpha, gamma); a split without a free topic is refused and
@@ -376,12 +402,18 @@ def _attempt(i: Array, carry: tuple, k_att: Array, k_local: Array, tk: _Tokens,
     _, _, k3, k4, _, _ = jax.random.split(jax.random.fold_in(k_local, i), 6)    # per shard
     ra, rb = _choose_pair(k1, z, tk)
     mv = _propose(k5, z, log_pi, ra, rb, alpha, tk)
-    in_b = _launch_state(k3, jax.random.fold_in(k4, 0), mv, tk, beta, vb, max_round)
-    un = _units(mv, tk)
-    for r in range(_SCANS):                        # intermediate scans: not part of q
-        in_b, _ = _restricted_scan(jax.random.fold_in(k4, r + 1), in_b, z, mv, un, tk, beta, vb,
-                                   False)
-    in_b, logq = _restricted_scan(k4, in_b, z, mv, un, tk, beta, vb, True)   # the proposal
+    def proposal(mv, tk, z):                       # SM5, SM6: the split proposed, log q
+        in_b = _launch_state(k3, jax.random.fold_in(k4, 0), mv, tk, beta, vb, max_round)
+        un = _units(mv, tk)
+        for r in range(_SCANS):                    # intermediate scans: not part of q
+            in_b, _ = _restricted_scan(jax.random.fold_in(k4, r + 1), in_b, z, mv, un, tk, beta,
+                                       vb, False)
+        return _restricted_scan(k4, in_b, z, mv, un, tk, beta, vb, True)
+
+    if compact is None:
+        in_b, logq = proposal(mv, tk, z)
+    else:
+        in_b, logq = _compact_proposal(proposal, mv, tk, z, compact)
     log_ratio, log_pk, group_a, group_b = _log_split_ratio(in_b, mv, tk, alpha, gamma, beta)
     log_accept = _log_acceptance(mv, log_ratio, logq, log_pk, group_a[1], group_b[1], tk.n_all)
     accept = jnp.log(jax.random.uniform(k6)) < log_accept
@@ -469,7 +501,7 @@ def _split_merge(key: Array, st: State, data: Data, params: Params, attempts: in
 def split_merge_moves(k_att: Array, k_local: Array, z: Array, word_topic: Array, topic: Array,
                       log_pi: Array, conc: tuple[Array, Array], data: Data, params: Params,
                       attempts: int, num_docs: int, axis_name: str | None = None,
-                      launch_rounds: int | None = None) -> tuple:
+                      launch_rounds: int | None = None, compact: int | None = None) -> tuple:
     """The `attempts` moves SM3-SM8 of `_split_merge` (each applied by SM9's `_apply_move`) on
     the tokens' topics z [N] given the global weights `log_pi` [K] (-inf: a free topic; the
     weight of the unused topics is 1 - their sum, which no move changes) and conc = (alpha,
@@ -479,7 +511,8 @@ def split_merge_moves(k_att: Array, k_local: Array, z: Array, word_topic: Array,
     shard), `k_local`: the shard's own. Returns (z, word_topic, topic, log_pi, changed [K],
     accepted, overflow). `launch_rounds`: at most this many vectorised rounds of SM5 (default
     log2 N; fewer rounds, a coarser sequential allocation: still an exact move, the launch
-    state is not part of q)."""
+    state is not part of q). `compact`: each attempt's proposal runs on the pair's tokens
+    gathered into arrays of this size when they fit (`_compact_proposal`)."""
     n = z.shape[0]
     k_cap = word_topic.shape[1]
     max_round = max(1, (n - 1).bit_length())
@@ -488,7 +521,8 @@ def split_merge_moves(k_att: Array, k_local: Array, z: Array, word_topic: Array,
     tk = _global_tokens(data, num_docs, word_topic.shape[0], axis_name)
     carry = (z, word_topic, topic, log_pi, jnp.zeros(k_cap, bool), jnp.int32(0), jnp.bool_(False))
     return jax.lax.fori_loop(
-        0, attempts, lambda i, c: _attempt(i, c, k_att, k_local, tk, conc, params, max_round), carry)
+        0, attempts, lambda i, c: _attempt(i, c, k_att, k_local, tk, conc, params, max_round,
+                                           compact), carry)
 
 
 def _crp_tables(key: Array, q: Array, first: Array, topic: Array, log_pi: Array,
