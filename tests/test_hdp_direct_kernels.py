@@ -330,7 +330,7 @@ def test_sequential_sweep_follows_the_sequential_law_and_fails_the_blocked_one(s
 def test_compact_split_merge_proposals_are_the_full_ones() -> None:
     """The split-merge attempts on the pair's tokens gathered into N/4-token arrays
     (``hdp_direct``'s default, `_compact_proposal`) make exactly the moves of the attempts on all
-    tokens (the same draws): 10 attempts from a 20-topic random state, 4 seeds."""
+    tokens (the same draws): 10 attempts from a 40-topic random state, 8 seeds."""
     from jaxtopics.datasets import synthetic_lda
     from jaxtopics.models.hdp_split_merge import split_merge_moves
 
@@ -338,7 +338,7 @@ def test_compact_split_merge_proposals_are_the_full_ones() -> None:
                            alpha=0.2, beta=0.05, seed=0).corpus
     params = hdp.check_params(hdp.Params(split_merge_steps=10, topic_capacity=32))
     data = hd.prepare(corpus, params)
-    st = hd.init(jax.random.key(0), data, params._replace(initial_topics=20))
+    st = hd.init(jax.random.key(0), data, params._replace(initial_topics=40, topic_capacity=64))
     n = corpus.num_tokens
     log_pi = jnp.where(st.topic_weight > 0, jnp.log(st.topic_weight), -jnp.inf)
 
@@ -347,7 +347,7 @@ def test_compact_split_merge_proposals_are_the_full_ones() -> None:
             k, k, st.z[:n], st.word_topic, st.topic, log_pi, (st.alpha, st.gamma), data, params,
             10, corpus.num_docs, None, launch_rounds=hd.LAUNCH_ROUNDS, compact=compact)))
 
-    keys = jax.random.split(jax.random.key(1), 4)
+    keys = jax.random.split(jax.random.key(1), 8)
     full, small = moves(None)(keys), moves(n // hd.COMPACT_SHARE)(keys)
     for name, a, b in zip(("z", "word_topic", "topic", "log_pi", "changed", "accepted"), full, small):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=name)
