@@ -113,5 +113,7 @@ MODEL_OPTIONS: dict[str, tuple[Option, ...]] = {
                    "the split-merge moves run in a sweep with probability 1/E (hdp; 0: "
                    "automatic, 4 for the direct-assignment samplers parallel and sequential, "
                    "1 for crf and crf_sequential)"),
+            Option("--topic-capacity", "topic_capacity", int,
+                   "starting number of topic slots, grown when full (hdp; 0: automatic)"),
             *CONCENTRATIONS),
 }
