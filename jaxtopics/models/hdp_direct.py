@@ -136,9 +136,9 @@ class State(NamedTuple):
 
 def _capacity(params: Params) -> int:
     """Initial topic slots: the requested ones (0 = automatic: twice the initial topics, at
-    least 16), and at least one free slot."""
+    least 64: each growth recompiles the sweep), and at least one free slot."""
     k0 = params.initial_topics
-    return max(params.topic_capacity or max(16, 2 * k0), k0 + 1)
+    return max(params.topic_capacity or max(64, 2 * k0), k0 + 1)
 
 
 def _counts(z: Array, data: Data, num_docs: int, num_words: int, num_topics: int):
