@@ -49,7 +49,9 @@ Kernels (``Params.sampler``):
 Each sweep runs, in order: with probability 1 / E (E = ``split_merge_every``; 0: automatic,
 `SPLIT_MERGE_EVERY`) the ``split_merge_steps`` exact split-merge moves of whole topics
 (``hdp_split_merge.split_merge_moves``, Jain & Neal 2004: on z given pi = beta, the weights
-they move kept), then (Z) with (M), then (C), then (B). Each part leaves p(z, beta | w) invariant.
+they move kept; each attempt's proposal runs on the pair's tokens alone, gathered into arrays of
+N / ``COMPACT_SHARE`` tokens when they fit, and at most ``LAUNCH_ROUNDS`` launch rounds), then
+(Z) with (M), then (C), then (B). Each part leaves p(z, beta | w) invariant.
 
 Sharded sweeps (``fit(..., devices=P)``; the ``parallel`` kernel): documents are split over the
 devices, z and doc_topic per shard; word_topic and topic global (each block's moves exchanged,
