@@ -597,8 +597,10 @@ def _cpu_devices(args: argparse.Namespace) -> int:
     if devices not in (None, "auto"):
         return devices
     from .distributed import shard_refusal
-    from .models.base import sharding
+    from .models.base import kernel_module, sharding
     module = _registry()[args.model].module
+    if not getattr(args, "resume", False):
+        module = kernel_module(module, _estimator(args).params)
     if sharding(module) is None:
         return 1
     if not getattr(args, "resume", False):       # a resumed chain brings its own params

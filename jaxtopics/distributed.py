@@ -84,7 +84,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from .corpus import Corpus
 from .errors import ParameterError
-from .models.base import sharding as _sharding
+from .models.base import kernel_module, sharding as _sharding
 from .processes import (_allgather_host, _host_value, balanced_ranges, global_fingerprint,
                         initialize, on_every_process, process_sum, read_process_corpus,
                         require_same_local_devices, require_same_settings)
@@ -182,7 +182,7 @@ def module_of(params: Any) -> ModuleType:
 
     Returns:
         The module (e.g. ``models.lda`` for ``lda.Params``)."""
-    return sys.modules[type(params).__module__]
+    return kernel_module(sys.modules[type(params).__module__], params)
 
 
 def _is_sharded(module: ModuleType, name: str) -> bool:
@@ -278,11 +278,14 @@ def shard_refusal(module: ModuleType, params: Any) -> str | None:
         >>> distributed.shard_refusal(lda, lda.Params(num_topics=2, sampler="serial"))
         "sharded sweeps run the 'parallel' kernel, got sampler='serial'"
     """
+    module = kernel_module(module, params)
     name = module.__name__.rsplit(".", 1)[-1]
     if _sharding(module) is None:
         return f"{name} has no sharded kernel"
-    if getattr(params, "sampler", "parallel") != "parallel":
-        return f"sharded sweeps run the 'parallel' kernel, got sampler={params.sampler!r}"
+    kernels = getattr(module, "SHARDED_SAMPLERS", ("parallel",))
+    if getattr(params, "sampler", "parallel") not in kernels:
+        return (f"sharded sweeps run the {' or '.join(repr(k) for k in kernels)} kernel, got "
+                f"sampler={params.sampler!r}")
     check = getattr(module, "check_shard_params", None)
     try:
         if check is not None:
@@ -311,7 +314,7 @@ def prepare(corpus: Corpus, params: Any, num_shards: int,
 
     Returns:
         A :class:`ShardedData` (see :func:`sweep` for the whole flow)."""
-    module = module_of(params) if module is None else module
+    module = module_of(params) if module is None else kernel_module(module, params)
     checked = module.check_params(params) if hasattr(module, "check_params") else None
     params = params if checked is None else checked
     refusal = shard_refusal(module, params)

@@ -29,7 +29,7 @@ from .errors import CorpusError, ParameterError
 from .fit import TracePoint, chain_keys, check_callback, in_32_bits, run_chains
 from .fitted import FittedHDP, FittedModel, _check_sweeps, _fingerprint, params_repr
 from .models import dmm, dpmm, dpmrm, hdp, lda, ptm, slda
-from .models.base import Growable
+from .models.base import Growable, kernel_module
 from .options import MODEL_OPTIONS, Option
 from .validate import check_number, check_seed
 
@@ -405,7 +405,7 @@ class SentenceLDA(_Estimator):
     Args:
         num_topics: K.
         alpha, beta: the symmetric doc-topic and topic-word Dirichlets.
-        sampler: "parallel" or "sequential".
+        sampler: "parallel", "sequential", "crf" or "crf_sequential".
         num_blocks: blocks of sentences per parallel sweep.
         chunk_size: sentences per chunk of a working array.
         split_merge_steps: split-merge moves of two topics' sentences per sweep (0: none).
@@ -715,18 +715,35 @@ class DPMRM(_Estimator):
         return super().fit(corpus, *args, **kwargs)
 
 
+class _ByKernel:
+    """An estimator's ``module`` where a model keeps its kernels in several modules sharing one
+    Params (``models.base.kernel_module``): the model's module on the class (the registry:
+    its Params), the module of the instance's sampler on an instance."""
+
+    def __init__(self, module: ModuleType):
+        self.module = module
+
+    def __get__(self, obj: Any, cls: Any = None) -> ModuleType:
+        return self.module if obj is None else kernel_module(self.module, obj.params)
+
+
 class HDP(_Estimator):
-    """Hierarchical Dirichlet process (Chinese restaurant franchise), a nonparametric LDA.
+    """Hierarchical Dirichlet process, a nonparametric LDA.
 
     ``HDP(alpha=1.0, gamma=1.0, beta=0.05, sampler="parallel", initial_topics=1)``: alpha the
     document-level and gamma the corpus-level DP concentration, beta the topic-word Dirichlet.
-    Samplers: "parallel" (blocked table and dish steps, the fast default), "sequential" (the
-    exact CRF sampler of Teh et al. 2006). Both run ``split_merge_steps`` exact split-merge moves
-    of whole topics per sweep; ``resample_concentrations=True`` draws alpha and gamma too
+    Samplers: "parallel" (the fast default: direct assignment, Teh et al. 2006 sec. 5.3, LDA's
+    blocked token draw with the prior alpha beta_k of the instantiated topic weights beta),
+    "sequential" (the same, exact, token by token), "crf" (blocked table and dish steps of the
+    Chinese restaurant franchise) and "crf_sequential" (the exact CRF sampler). All run
+    ``split_merge_steps`` exact split-merge moves of whole topics, in a sweep with probability
+    1 / ``split_merge_every`` (0: automatic, 1/4 for direct assignment and every sweep for the
+    CRF); ``resample_concentrations=True`` draws alpha and gamma too
     (Gamma(prior_shape, prior_rate) priors; a draw below 1e-30, outside float32's useful range,
     is kept at 1e-30).
     Fitted: ``num_active_topics``, ``topic_sizes``, ``topic_word`` / ``doc_topic`` over the active
-    topics, ``to_lda()``. See ``jaxtopics.models.hdp`` for the kernels and their equations.
+    topics, ``to_lda()``. See ``jaxtopics.models.hdp_direct`` and ``jaxtopics.models.hdp`` for
+    the kernels and their equations.
 
     Args:
         alpha: the document-level DP concentration.
@@ -738,10 +755,12 @@ class HDP(_Estimator):
             are the starts).
         prior_shape, prior_rate: their Gamma prior.
         split_merge_steps: split-merge moves of topics per sweep (0: none).
+        split_merge_every: E, the moves run in a sweep with probability 1/E (0: automatic).
         num_blocks: token blocks per parallel sweep.
-        dish_groups: document groups of the parallel dish step.
-        topic_capacity, table_capacity: initial capacities (0: automatic; grown as needed).
-        chunk_size: tokens per chunk of the parallel dish step.
+        dish_groups: document groups of the "crf" kernel's dish step.
+        topic_capacity, table_capacity: initial capacities (0: automatic; grown as needed;
+            tables: "crf" kernels only).
+        chunk_size: tokens per chunk of the token draw (direct assignment) or the dish step.
 
     Example:
         >>> import jaxtopics as jt
@@ -750,7 +769,7 @@ class HDP(_Estimator):
     """
 
     name = "hdp"
-    module = hdp
+    module = _ByKernel(hdp)
     fitted_class = FittedHDP
     options = MODEL_OPTIONS["hdp"]
 
@@ -759,16 +778,17 @@ class HDP(_Estimator):
                  resample_concentrations: bool = False, split_merge_steps: int = 10,
                  num_blocks: int = 64, dish_groups: int = 1, topic_capacity: int = 0,
                  table_capacity: int = 0, prior_shape: float = 1.0, prior_rate: float = 1.0,
-                 chunk_size: int = 4096):
+                 chunk_size: int = 4096, split_merge_every: int = 0):
         params = hdp.check_params(hdp.Params(
             alpha=alpha, gamma=gamma, beta=beta, sampler=sampler, initial_topics=initial_topics,
             resample_concentrations=resample_concentrations,
             split_merge_steps=split_merge_steps, num_blocks=num_blocks, dish_groups=dish_groups,
             topic_capacity=topic_capacity, table_capacity=table_capacity,
-            prior_shape=prior_shape, prior_rate=prior_rate, chunk_size=chunk_size))
+            prior_shape=prior_shape, prior_rate=prior_rate, chunk_size=chunk_size,
+            split_merge_every=split_merge_every))
         floats = ("alpha", "gamma", "beta", "prior_shape", "prior_rate")
         ints = ("initial_topics", "split_merge_steps", "num_blocks", "dish_groups",
-                "topic_capacity", "table_capacity", "chunk_size")
+                "topic_capacity", "table_capacity", "chunk_size", "split_merge_every")
         self.params = params._replace(
             **{f: float(getattr(params, f)) for f in floats},
             **{f: int(getattr(params, f)) for f in ints},

@@ -116,7 +116,7 @@ class FittedModel:
     @property
     def _module(self) -> ModuleType:
         from .estimators import MODELS     # at call time: estimators.py imports this module
-        return MODELS[self.model].module
+        return base.kernel_module(MODELS[self.model].module, self.params)
 
     def _num_units(self, corpus: Corpus) -> int:
         """What the model's ``SweepInfo.changed`` counts out of: tokens, or documents for a model
@@ -806,8 +806,9 @@ class FittedHDP(FittedModel):
         Returns:
             A FittedModel of model "lda", at sweep 0."""
         state = self._state
-        slots = hdp.active_topics(state)
-        z = jnp.asarray(hdp.assignments(state))
+        module = self._module
+        slots = module.active_topics(state)
+        z = jnp.asarray(module.assignments(state))
         k = int(slots.shape[0])
         if alpha is None:
             alpha = float(state.alpha) / k
@@ -818,12 +819,15 @@ class FittedHDP(FittedModel):
         # LDA's counts come from the HDP's own tables, so a model loaded from a file (which has
         # no corpus layout) converts exactly as one in memory: n_dk = sum of the d's tables
         # serving dish k, n_kw and n_k = the active topics' columns.
-        table_count = np.asarray(state.table_count)
-        rank = np.full(np.asarray(state.topic_tables).shape[-1], k, np.int64)
-        rank[slots] = np.arange(k)
-        dish = rank[np.asarray(state.table_topic)]
-        doc_topic = np.zeros((table_count.shape[0], k + 1), np.int64)
-        np.add.at(doc_topic, (np.arange(table_count.shape[0])[:, None], dish), table_count)
+        if module is hdp:             # CRF: n_dk from the tables
+            table_count = np.asarray(state.table_count)
+            rank = np.full(np.asarray(state.topic_tables).shape[-1], k, np.int64)
+            rank[slots] = np.arange(k)
+            dish = rank[np.asarray(state.table_topic)]
+            doc_topic = np.zeros((table_count.shape[0], k + 1), np.int64)
+            np.add.at(doc_topic, (np.arange(table_count.shape[0])[:, None], dish), table_count)
+        else:                         # direct assignment keeps n_dk
+            doc_topic = np.asarray(state.doc_topic)[:, slots]
         lda_state = lda.State(z=jnp.append(z, 0).astype(jnp.int32),
                               doc_topic=jnp.asarray(doc_topic[:, :k], jnp.int32),
                               word_topic=jnp.asarray(np.asarray(state.word_topic)[:, slots], jnp.int32),

@@ -25,6 +25,7 @@ import numpy as np
 from .errors import FormatError, ParameterError
 from .fit import TracePoint, in_32_bits
 from .io import CHECKSUM_KEY, decode_strings, load_model_file
+from .models.base import kernel_module
 from .text import TextOptions
 from .validate import INT32_MAX, check_int, check_seed
 
@@ -64,7 +65,8 @@ def load(path: str | os.PathLike) -> FittedModel:
     if not isinstance(name, str) or name not in MODELS:
         raise FormatError(f"unknown model {name!r} (known: {sorted(MODELS)})", path=str(path))
     module = MODELS[name].module
-    params = _params_from_meta(module, meta.get("params"), path)
+    params = _params_from_meta(module, meta.get("params"), path, _state_fields(arrays))
+    module = kernel_module(module, params)      # the module of its kernel (HDP: two)
     seed = _meta_value(meta, "seed", path, check_seed)
     sweeps_done = _meta_value(meta, "sweeps_done", path,
                               lambda v, n: check_int(v, n, low=0, high=INT32_MAX))
@@ -171,10 +173,21 @@ def _meta_value(meta: dict, key: str, path: Any, check: Any) -> Any:
         raise FormatError(f"metadata {key!r}: {e}", path=str(path)) from None
 
 
-def _params_from_meta(module: ModuleType, obj: Any, path: Any) -> Any:
-    """The model's Params from the file, re-validated by the module's check_params."""
+def _state_fields(arrays: dict) -> set[str]:
+    """The State fields a model file holds (its ``state.<field>`` arrays)."""
+    return {k[len("state."):] for k in arrays if k.startswith("state.")}
+
+
+def _params_from_meta(module: ModuleType, obj: Any, path: Any, state_fields: set[str] = frozenset()
+                      ) -> Any:
+    """The model's Params from the file, re-validated by the module's check_params; a module's
+    ``migrate_params(params, state_fields)`` renames what older files name otherwise (HDP:
+    the CRF kernels, "parallel" and "sequential" before the direct-assignment kernels)."""
     if not isinstance(obj, dict):
         raise FormatError(f"metadata 'params' must be an object, got {obj!r}", path=str(path))
+    migrate = getattr(module, "migrate_params", None)
+    if migrate is not None:
+        obj = migrate(obj, state_fields)
     fields = module.Params._fields
     extra = sorted(set(obj) - set(fields))
     if extra:

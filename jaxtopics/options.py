@@ -115,5 +115,12 @@ MODEL_OPTIONS: dict[str, tuple[Option, ...]] = {
     "dpmm": (Option("--capacity", "capacity", int,
                     "starting number of cluster slots, grown when full (DPMM)"),
              NUM_BLOCKS, *CONCENTRATIONS),
-    "hdp": (GAMMA, INITIAL_TOPICS, NUM_BLOCKS, SPLIT_MERGE_STEPS, *CONCENTRATIONS),
+    "hdp": (GAMMA, INITIAL_TOPICS, NUM_BLOCKS, SPLIT_MERGE_STEPS,
+            Option("--split-merge-every", "split_merge_every", int,
+                   "the split-merge moves run in a sweep with probability 1/E (hdp; 0: "
+                   "automatic, 4 for the direct-assignment samplers parallel and sequential, "
+                   "1 for crf and crf_sequential)"),
+            Option("--topic-capacity", "topic_capacity", int,
+                   "starting number of topic slots, grown when full (hdp; 0: automatic)"),
+            *CONCENTRATIONS),
 }

@@ -1,14 +1,22 @@
 #!/usr/bin/env python
-"""HDP benchmark: jaxtopics' two HDP kernels against tomotopy's HDPModel, in one run.
+"""HDP benchmark: jaxtopics' HDP kernels against tomotopy's HDPModel, in one run.
 
-Three parts (``--parts``, default all):
+Engines (--samplers): ``parallel`` (the default kernel: direct assignment with its default
+split-merge schedule), ``parallel-nosm`` (the same without split-merge moves), ``crf`` (the
+blocked Chinese restaurant franchise kernel, the default before issue 34), ``sequential``,
+``crf_sequential``; tomotopy ``HDPModel`` with 1 and 2 workers.
 
-* ``speed``: one synthetic LDA corpus with 12 planted topics (default: 600 docs x 80 words,
-  V=1500, alpha=0.2, beta=0.05, seed 0 — the corpus of issue 7). Each engine starts from one
+Three parts (``--parts``, default speed):
+
+* ``speed``: one synthetic LDA corpus with 15 planted topics (default: 3000 docs x 100 words,
+  ~300k tokens, V=3000, alpha=0.2, beta=0.05, seed 0). Each engine starts from one
   topic (tomotopy: initial_k=2, its minimum), runs --sweeps sweeps as warm-up (compilation and
-  capacity growth included for jaxtopics) and is timed on the next --sweeps: tokens/s, then the
-  topics holding >= 1 % of the tokens and the log-likelihoods after 2 x --sweeps. tomotopy runs
-  with 1 and 2 workers and ``optim_interval = 0`` (alpha, gamma fixed: the same model).
+  capacity growth included for jaxtopics) and is timed on the next --sweeps: tokens/s and the
+  ratio to tomotopy with 1 worker, the topics holding >= 1 % of the tokens and the
+  log-likelihoods after 2 x --sweeps; then the engines of --found-engines run on to
+  --found-sweeps sweeps (default 200): are the planted topics found (exactly the planted number
+  of topics >= 1 %, each matched to a planted one at TV < 0.25)? tomotopy runs with
+  ``optim_interval = 0`` (alpha, gamma fixed: the same model).
 * ``recovery``: the same corpus from 1 and from 30 initial topics, --recovery-sweeps sweeps
   (default 500): topics >= 1 % of the tokens at checkpoints, and the planted phi recovered
   (Hungarian matching of the topics >= 1 %, mean total-variation distance); tomotopy alongside
@@ -46,19 +54,24 @@ def _log(msg: str) -> None:
 def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    ap.add_argument("--parts", default=",".join(PARTS), help="comma-separated subset of " + ",".join(PARTS))
-    ap.add_argument("--docs", type=int, default=600)
-    ap.add_argument("--words", type=int, default=1500)
-    ap.add_argument("--doc-length", type=float, default=80)
-    ap.add_argument("--true-topics", type=int, default=12)
+    ap.add_argument("--parts", default="speed", help="comma-separated subset of " + ",".join(PARTS))
+    ap.add_argument("--docs", type=int, default=3000)
+    ap.add_argument("--words", type=int, default=3000)
+    ap.add_argument("--doc-length", type=float, default=100)
+    ap.add_argument("--true-topics", type=int, default=15)
     ap.add_argument("--corpus-seed", type=int, default=0)
     ap.add_argument("--alpha", type=float, default=1.0)
     ap.add_argument("--gamma", type=float, default=1.0)
     ap.add_argument("--beta", type=float, default=0.05)
-    ap.add_argument("--sweeps", type=int, default=50, help="speed part: warm-up and timed sweeps")
+    ap.add_argument("--sweeps", type=int, default=20, help="speed part: warm-up and timed sweeps")
+    ap.add_argument("--found-sweeps", type=int, default=200,
+                    help="speed part: sweeps by which the planted topics must be found")
+    ap.add_argument("--found-engines", default="jaxtopics-parallel,jaxtopics-parallel-nosm,tomotopy-1w")
     ap.add_argument("--recovery-sweeps", type=int, default=500)
     ap.add_argument("--reuters-sweeps", type=int, default=500)
-    ap.add_argument("--samplers", default="parallel,sequential")
+    ap.add_argument("--samplers", default="parallel,parallel-nosm,crf")
+    ap.add_argument("--split-merge-every", type=int, default=0,
+                    help="jaxtopics' Params.split_merge_every (0: each kernel's default)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--skip-tomotopy", action="store_true")
     ap.add_argument("--json", metavar="OUT", help="write all results to this JSON file")
@@ -104,14 +117,16 @@ class JaxChain:
 
         from jaxtopics.fit import chain_keys
         from jaxtopics.models import hdp
+        from jaxtopics.models.base import kernel_module
 
-        self.hdp, self.corpus = hdp, corpus
-        self.params = hdp.check_params(hdp.Params(
-            alpha=args.alpha, gamma=args.gamma, beta=args.beta, sampler=sampler,
-            initial_topics=initial_topics))
-        self.data = hdp.prepare(corpus, self.params)
+        moves = {} if not sampler.endswith("-nosm") else {"split_merge_steps": 0}
+        params = hdp.check_params(hdp.Params(
+            alpha=args.alpha, gamma=args.gamma, beta=args.beta, sampler=sampler.split("-")[0],
+            initial_topics=initial_topics, split_merge_every=args.split_merge_every, **moves))
+        self.hdp, self.corpus, self.params = kernel_module(hdp, params), corpus, params
+        self.data = self.hdp.prepare(corpus, self.params)
         init_key, self.chain_key = chain_keys(seed)
-        self.state = hdp.init(init_key, self.data, self.params)
+        self.state = self.hdp.init(init_key, self.data, self.params)
         jax.block_until_ready(self.state)
         self.done = 0
 
@@ -223,8 +238,21 @@ def part_speed(args, syn) -> list[dict]:
         row = {"engine": name, "warmup_s": warm, "timed_s": timed,
                "tokens_per_s": args.sweeps * corpus.num_tokens / timed}
         row.update(summarize(chain, corpus, args.beta, syn.phi))
+        if name in args.found_engines.split(",") and args.found_sweeps > chain.done:
+            chain.run(args.found_sweeps - chain.done)
+        if chain.done >= args.found_sweeps:
+            s = summarize(chain, corpus, args.beta, syn.phi)
+            row["found"] = {"sweeps": chain.done, "topics_1pct": s["topics_1pct"],
+                            "matched_tv": s["matched_tv"],
+                            "found": bool(s["topics_1pct"] == args.true_topics
+                                          and s["matched_tv"] < 0.25)}
+            # settled: the topics found (no capacity growth, no recompilation in the window)
+            row["settled_tokens_per_s"] = args.sweeps * corpus.num_tokens / chain.run(args.sweeps)
         rows.append(row)
         _log(f"  {row}")
+    base = next((r["tokens_per_s"] for r in rows if r["engine"] == "tomotopy-1w"), None)
+    for r in rows:
+        r["vs_tomotopy_1w"] = None if base is None else r["tokens_per_s"] / base
     return rows
 
 
@@ -292,13 +320,17 @@ def main() -> None:
     if "speed" in parts:
         rows = results["speed"] = part_speed(args, syn)
         print(f"\n### Speed ({args.sweeps} timed sweeps after {args.sweeps} warm-up, from one topic)\n")
-        print("| engine | tokens/s | topics >= 1 % | active | log-lik/token | log p(w|z)/token "
-              "| matched TV |")
-        print("|---|---:|---:|---:|---:|---:|---:|")
+        print("| engine | tokens/s | vs tomotopy 1w | tokens/s settled | topics >= 1 % | active "
+              f"| log-lik/token | log p(w|z)/token | matched TV | found by {args.found_sweeps} |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
         for r in rows:
-            print(f"| {r['engine']} | {r['tokens_per_s']:,.0f} | {r['topics_1pct']} | {r['active_topics']} "
+            f = r.get("found")
+            found = "-" if f is None else (f"{'yes' if f['found'] else 'no'} ({f['topics_1pct']} "
+                                           f"topics, TV {_f(f['matched_tv'], '.3f')})")
+            print(f"| {r['engine']} | {r['tokens_per_s']:,.0f} | {_f(r['vs_tomotopy_1w'], '.2f')} "
+                  f"| {_f(r.get('settled_tokens_per_s'), ',.0f')} | {r['topics_1pct']} | {r['active_topics']} "
                   f"| {_f(r['log_lik_per_token'], '.4f')} | {r['log_p_w_given_z_per_token']:.4f} "
-                  f"| {_f(r.get('matched_tv'), '.3f')} |")
+                  f"| {_f(r.get('matched_tv'), '.3f')} | {found} |")
     if "recovery" in parts:
         rows = results["recovery"] = part_recovery(args, syn)
         stops = sorted({int(s) for r in rows for s in r["trajectory"]})

@@ -476,7 +476,7 @@ def _hdp_laws(start: str, sequential: bool = False, shared_new: bool = False) ->
 def _hdp_chains():
     law = _hdp_law()
     params = hdp.check_params(hdp.Params(alpha=HDP_ALPHA, gamma=HDP_GAMMA, beta=HDP_BETA,
-                                         sampler="parallel", split_merge_steps=0,
+                                         sampler="crf", split_merge_steps=0,
                                          num_blocks=HDP_BLOCKS, dish_groups=HDP_GROUPS,
                                          **HDP_CAPACITY))
     data = hdp.prepare(law.corpus, params)

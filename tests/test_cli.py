@@ -634,3 +634,23 @@ def test_cli_counts_one_device_in_the_singular(tmp_path):
                "--devices", "1", "-o", str(tmp_path / "o"))
     assert out.returncode == 0, out.stderr
     assert "1 cpu devices" not in out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("sampler", ["parallel", "crf"])
+def test_hdp_kernels_on_the_command_line(sampler, tmp_path):
+    """``jaxtopics fit --model hdp --sampler ...``: the default direct-assignment kernel and the
+    CRF's, sharded over 2 devices (--devices 2), then resumed; the saved model keeps its kernel."""
+    src = tmp_path / "docs.txt"
+    src.write_text("\n".join(["apples pears fruit juice", "cat mat sat hat", "mice rats cats chase",
+                              "fruit salad apples"] * 10), encoding="utf-8")
+    out = tmp_path / "o"
+    r = _run("fit", "--model", "hdp", "--sampler", sampler, "--split-merge-every", "2",
+             "--sweeps", "4", "--input", str(src), "--devices", "2", "--out", str(out),
+             "--no-progress")
+    assert r.returncode == 0, r.stderr
+    r = _run("fit", "--sweeps", "2", "--input", str(src), "--devices", "2", "--resume",
+             "--out", str(out), "--no-progress")
+    assert r.returncode == 0, r.stderr
+    model = jt.load(out / "model.jtm")
+    assert model.params.sampler == sampler and model.sweeps_done == 6
+    assert model.params.split_merge_every == 2

@@ -57,7 +57,8 @@ import pytest
 from scipy import stats
 
 from jaxtopics import Corpus
-from jaxtopics.models import dmm, dpmm, dpmrm, hdp, lda, ptm, slda
+from jaxtopics.models import dmm, dpmm, dpmrm, hdp, hdp_direct, lda, ptm, slda
+from jaxtopics.ops import dirichlet_weights
 
 FAMILY_ALPHA = 1e-3
 #: the PRNG of the draws here: XLA's RngBitGenerator compiles in a fraction of the time of
@@ -500,7 +501,7 @@ def hdp_spec(split_merge_steps: int = 10) -> Spec:
     t_cap, k_cap = max(c["lengths"]), n          # enough for any seating: no overflow
     doc = jnp.asarray(corpus.doc_index, jnp.int32)
     params = hdp.check_params(hdp.Params(alpha=c["alpha"], gamma=c["gamma"], beta=c["beta"],
-                                         sampler="sequential", split_merge_steps=split_merge_steps,
+                                         sampler="crf_sequential", split_merge_steps=split_merge_steps,
                                          topic_capacity=k_cap, table_capacity=t_cap))
     template = hdp.prepare(corpus, params)
 
@@ -539,6 +540,58 @@ def hdp_spec(split_merge_steps: int = 10) -> Spec:
                 ("topics", "tables", "same-topic token pairs in a document",
                  "same-topic token pairs of a word"),
                 _hyper(c), params)
+
+
+def hdp_direct_spec(split_merge_steps: int = 10) -> Spec:
+    """HDP's default kernel family (direct assignment, ``hdp_direct``), its exact sequential
+    kernel with its default split-merge schedule: the latents are the tokens' topics z and the
+    instantiated weights beta. The joint draw: a CRF seating from the prior (as `hdp_spec`),
+    z its dishes, and beta | tables ~ Dirichlet(m_1 .. m_K, gamma) (Teh et al. 2006, sec. 5.3)."""
+    c = HDP_CASE
+    corpus = _template(c["lengths"], c["v"])
+    n, d, v = corpus.num_tokens, corpus.num_docs, c["v"]
+    t_cap, k_cap = max(c["lengths"]), 2 * n + 1     # live topics, those opened in a sweep, a free one
+    doc = jnp.asarray(corpus.doc_index, jnp.int32)
+    params = hdp.check_params(hdp.Params(alpha=c["alpha"], gamma=c["gamma"], beta=c["beta"],
+                                         sampler="sequential", split_merge_steps=split_merge_steps,
+                                         topic_capacity=k_cap))
+    template = hdp_direct.prepare(corpus, params)
+
+    def prior(key, h):
+        ks, kb, kw = jax.random.split(key, 3)
+        t, dish = crf_seating(ks, doc, d, min(t_cap, k_cap), k_cap, h["alpha"], h["gamma"])
+        z = dish[doc, t]
+        tables = jnp.zeros((d, dish.shape[1]), jnp.int32).at[doc, t].add(1) > 0
+        m = jnp.zeros(k_cap, jnp.int32).at[dish.reshape(-1)].add(tables.reshape(-1))
+        latents = (z, *dirichlet_weights(kb, m, h["gamma"]))
+        return latents, words(kw, latents, h)
+
+    def words(key, latents, h):
+        return polya_sequence(key, latents[0], k_cap, v, h["beta"])
+
+    def build(latents, w):
+        z, weight, new_weight = latents
+        data = template._replace(word=jnp.append(w, 0).astype(jnp.int32),
+                                 word_freq=jnp.bincount(w, length=v).astype(jnp.int32))
+        st = hdp_direct.init(jax.random.key(0, impl=KEY_IMPL), data, params)
+        st = st._replace(z=jnp.append(z, 0).astype(jnp.int32), topic_weight=weight,
+                         new_weight=new_weight,
+                         doc_topic=jnp.zeros((d, k_cap), jnp.int32),
+                         word_topic=jnp.zeros((v, k_cap), jnp.int32),
+                         topic=jnp.zeros(k_cap, jnp.int32), topic_tables=jnp.zeros(k_cap, jnp.int32))
+        st = hdp_direct.rebuild(st, data, params)
+        return st._replace(topic_tables=jnp.minimum(st.topic, 1)), data
+
+    def stats(latents, w):
+        z = latents[0]
+        return jnp.stack([jnp.sum(jnp.bincount(z, length=k_cap) > 0).astype(jnp.float32),
+                          cell_pairs(doc, z, d, k_cap), cell_pairs(w, z, v, k_cap)])
+
+    return Spec(prior, words, build,
+                lambda key, st, data: hdp_direct.sweep(key, st, data, params)[0],
+                lambda st: (st.z[:n], st.topic_weight, st.new_weight), stats,
+                ("topics", "same-topic token pairs in a document",
+                 "same-topic token pairs of a word"), _hyper(c), params)
 
 
 # ------------------------------------------------------------------------------------------
@@ -646,12 +699,13 @@ MODELS = {
     "ptm": (ptm_spec, dict(alpha=2 * PTM_CASE["alpha"])),
     # with its default split-merge moves, whose Dirichlet draws want threefry keys (KEY_IMPL)
     "hdp": (hdp_spec, dict(alpha=2 * HDP_CASE["alpha"]), "threefry2x32"),
+    "hdp_direct": (hdp_direct_spec, dict(alpha=2 * HDP_CASE["alpha"]), "threefry2x32"),
     "dpmrm": (dpmrm_spec, dict(alpha=2 * DPMRM_CASE["alpha"])),
 }
 #: independent successive-conditional chains, sweeps per chain, marginal-conditional draws
 CHAINS, STEPS, PRIOR_DRAWS = 2000, 10, 20_000
 #: statistics tested against the bar, over every test of the file (Bonferroni)
-NUM_STATISTICS = 3 * 4 + 4 + 4 + 5       # LDA, Sentence-LDA, DPMM, PTM; DMM; HDP; DP-MRM
+NUM_STATISTICS = 3 * 4 + 4 + 4 + 3 + 5   # LDA, Sentence-LDA, DPMM, PTM; DMM; HDP (CRF, direct); DP-MRM
 BAR = _bar(NUM_STATISTICS)
 
 

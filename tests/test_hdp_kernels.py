@@ -1,4 +1,5 @@
-"""Correctness of the HDP kernels (jaxtopics.models.hdp): exact enumeration of the CRF posterior.
+"""Correctness of the HDP CRF kernels (jaxtopics.models.hdp, samplers "crf_sequential" and "crf"):
+exact enumeration of the CRF posterior (the direct-assignment kernels: test_hdp_direct_kernels.py).
 
 On a tiny corpus (2 documents, 5 tokens, V=3) every state of the Chinese restaurant franchise is
 listed by brute force: each document's seating (a set partition of its tokens) and the dishes (a
@@ -194,12 +195,12 @@ def _crf() -> CRF:
 
 
 KERNELS = {
-    "sequential": dict(sampler="sequential", split_merge_steps=0),
+    "sequential": dict(sampler="crf_sequential", split_merge_steps=0),
     # alpha, gamma resampled (Gamma(1, 1) priors): the target integrates them out
-    "sequential-sm-conc": dict(sampler="sequential", split_merge_steps=2,
+    "sequential-sm-conc": dict(sampler="crf_sequential", split_merge_steps=2,
                                resample_concentrations=True),
     # exact limit of the parallel kernel: one token per block, one table per dish group
-    "parallel-exact-sm": dict(sampler="parallel", split_merge_steps=2, num_blocks=64, dish_groups=64),
+    "parallel-exact-sm": dict(sampler="crf", split_merge_steps=2, num_blocks=64, dish_groups=64),
 }
 #: capacities large enough that no chain can overflow: T = longest document + 1, K = N + 1
 CAPACITY = dict(table_capacity=4, topic_capacity=6)

@@ -130,7 +130,8 @@ CASES = {
     "dmm": (dict(num_clusters=4), {}, 2, 8),
     "dpmm": (dict(alpha=4.0, capacity=2), dict(init="one"), 1, 8),
     "dpmrm": (dict(alpha=4.0, gamma=2.0, initial_topics=1), {}, 1, 8),
-    "hdp": (dict(alpha=4.0, gamma=2.0), dict(split_merge_steps=0), 1, 8),
+    # the default direct-assignment kernel from 2 topic slots (from 16 these chains never grow)
+    "hdp": (dict(alpha=4.0, gamma=2.0, topic_capacity=2), dict(split_merge_steps=0), 1, 8),
 }
 
 

@@ -18,6 +18,19 @@ def test_every_model_module_conforms(name):
     hash(MODELS[name]().params)                    # static under jit
 
 
+def test_every_kernel_module_of_a_model_conforms():
+    """A model whose kernels live in several modules sharing one Params (HDP: direct assignment
+    in hdp_direct, the CRF in hdp): each kernel's module conforms, with the same capabilities."""
+    from jaxtopics.models import hdp, hdp_direct
+    for sampler, module in (("parallel", hdp_direct), ("sequential", hdp_direct), ("crf", hdp),
+                            ("crf_sequential", hdp)):
+        est = MODELS["hdp"](sampler=sampler)
+        assert est.module is module and base.kernel_module(hdp, est.params) is module
+        assert base.check_module(module) == []
+        assert base.capabilities(module) == base.capabilities(hdp)
+    assert hdp_direct.Params is hdp.Params
+
+
 def test_capabilities_are_what_the_modules_provide():
     caps = {name: base.capabilities(MODELS[name].module) for name in MODELS}
     assert "growable" in caps["hdp"] and "growable" in caps["dpmm"] and "growable" in caps["dpmrm"]

@@ -69,7 +69,10 @@ def test_an_old_model_file_loads_and_resumes_as_one_chain(file, tmp_path):
     assert meta["format_version"] == version and "checksum" not in meta    # what it stands for
     old = jt.load(path)
     assert old.model == name and old.sweeps_done == SWEEPS
-    assert {k: getattr(old.params, k) for k in meta["params"]} == meta["params"]
+    want = dict(meta["params"])
+    if name == "hdp":     # written before the direct-assignment kernels: the CRF's, renamed
+        want["sampler"] = {"parallel": "crf", "sequential": "crf_sequential"}[want["sampler"]]
+    assert {k: getattr(old.params, k) for k in meta["params"]} == want
     assert old.vocab == corpus.vocab and old.shards is None
     _check_read_outs(old, corpus)
 
@@ -111,3 +114,20 @@ def test_a_dpmrm_file_without_its_label_names_is_one_format_error():
     with pytest.raises(FormatError, match="needs metadata 'label_names'.*fit the model again") as e:
         jt.load(path)
     assert str(e.value).startswith(str(path))
+
+
+def test_an_old_hdp_file_is_the_crf_kernel_and_a_new_one_direct_assignment(tmp_path):
+    """HDP files written before the direct-assignment kernels hold a CRF state under the
+    sampler names "parallel"/"sequential": they load (by their state's fields) as the CRF
+    kernel "crf" and continue it; a file of today's default kernel loads as it."""
+    from jaxtopics.models import hdp, hdp_direct
+    file = next(f for f, entry in FIXTURES.items() if entry[0] == "hdp")
+    old = jt.load(FIXTURE_DIR / file)
+    assert _raw_meta(FIXTURE_DIR / file)["params"]["sampler"] == "parallel"
+    assert old.params.sampler == "crf" and old._module is hdp and "table_count" in old.state._fields
+    corpus = FIXTURES[file][2]()
+    new = jt.HDP().fit(corpus, num_sweeps=3, seed=0, progress=False)
+    new.save(tmp_path / "da.jtm")
+    again = jt.load(tmp_path / "da.jtm")
+    assert again.params.sampler == "parallel" and again._module is hdp_direct
+    _same_state(again.state, new.state)

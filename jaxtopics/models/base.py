@@ -18,7 +18,8 @@ from types import ModuleType
 from typing import Any, Mapping, NamedTuple, Protocol, runtime_checkable
 
 __all__ = ["ModelModule", "Growable", "Carried", "Learning", "TracedPriors", "Shardable", "HeldOutPrior",
-           "HeldOutExact", "Invariants", "Sharding", "sharding", "capabilities", "check_module"]
+           "HeldOutExact", "Invariants", "Sharding", "sharding", "kernel_module", "capabilities",
+           "check_module"]
 
 
 @runtime_checkable
@@ -137,6 +138,14 @@ class Sharding(NamedTuple):
     permuted: Mapping[str, str] = {}
     inits: tuple[str, ...] | None = None
     summed_sizes: tuple[str, ...] = ()
+
+
+def kernel_module(module: ModuleType, params: Any) -> ModuleType:
+    """The module whose kernel runs `params`: ``module.kernel_module(params)`` where a model
+    keeps its kernels in several modules that share one Params (HDP: the direct-assignment
+    kernels in ``hdp_direct``, the CRF's in ``hdp``), else `module` itself."""
+    pick = getattr(module, "kernel_module", None)
+    return module if pick is None else pick(params)
 
 
 def sharding(module: ModuleType) -> Sharding | None:

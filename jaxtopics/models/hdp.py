@@ -1,6 +1,8 @@
-"""Hierarchical Dirichlet process topic model: the Chinese restaurant franchise (CRF).
+"""Hierarchical Dirichlet process topic model: the Chinese restaurant franchise (CRF) kernels.
 
-The collapsed CRF Gibbs sampler of Teh, Jordan, Beal & Blei (2006, "Hierarchical Dirichlet
+HDP's Params (all kernels) and its CRF kernels ``"crf"``, ``"crf_sequential"``; the default
+kernels ``"parallel"`` and ``"sequential"`` (direct assignment, sec. 5.3) are in ``hdp_direct``
+(`kernel_module` picks the module of a Params). The collapsed CRF Gibbs sampler of Teh, Jordan, Beal & Blei (2006, "Hierarchical Dirichlet
 processes", JASA; sec. 5.1), for a symmetric Dirichlet(beta) base measure over the words.
 Document j is a restaurant whose tables t each serve one dish (topic) k_jt; token i of word w
 sits at a table t_i. With n_jt tokens at table t, m_k tables serving dish k (m tables in all),
@@ -23,9 +25,9 @@ the dish CRP of the tables and the Dirichlet-multinomial evidence of the words (
 
 Kernels (``Params.sampler``):
 
-- ``"sequential"``: exact collapsed Gibbs (Teh et al.'s CRF sampler): the table step of every token
+- ``"crf_sequential"``: exact collapsed Gibbs (Teh et al.'s CRF sampler): the table step of every token
   in corpus order, then the dish step of every table, one table at a time.
-- ``"parallel"`` (default): the same two steps blocked. Tokens are dealt into ``num_blocks``
+- ``"crf"``: the same two steps blocked. Tokens are dealt into ``num_blocks``
   interleaved blocks (as LDA's kernel); the tokens of a block draw at once from the table step
   against the counts at the block's start (each leaves itself out), counts are refreshed exactly
   between blocks; tables opened in a block get distinct free slots, each token that opens a new
@@ -68,6 +70,7 @@ calls `grow` (double and re-pad, outside jit) and redoes it with the same key.
 
 from __future__ import annotations
 
+import sys
 from typing import NamedTuple
 
 import jax
@@ -80,12 +83,13 @@ from .. import sampled_concentrations
 from ..corpus import Corpus
 from ..errors import CorpusError, ParameterError
 from ..validate import MAX_BLOCKS, array_spec, check_int, count_problem, latent_problem, same_length
-from ..ops import (categorical, categorical_logits, chunked_map, concentration_groups,
+from ..ops import (categorical, categorical_logits, concentration_groups,
                    concentration_one_group, count_table, dirichlet_multinomial_log_evidence,
                    exchange, log_rising_factorial, move_counts, pad_array, pad_blocks,
-                   require_parallel, shard_prefix, shard_sum, shared_key, strided_blocks)
+                   shard_prefix, shard_sum, shared_key, strided_blocks)
 from ..ops.counts import count_invariants, table_total
 from .base import Sharding
+from .hdp_fold_in import fold_in_with_prior
 from .hdp_split_merge import _nth_free, _real, _split_merge
 
 __all__ = [
@@ -93,9 +97,14 @@ __all__ = [
     "check_params", "check_state", "prepare", "init", "state_from_seating", "sweep", "grow", "log_joint",
     "estimate", "fold_in", "assignments", "rebuild", "active_topics",
     "check_shard_params", "shard_sizes", "pad_shard", "recount_shard", "traced_priors",
+    "kernel_module", "migrate_params",
 ]
 
-SAMPLERS = ("parallel", "sequential")
+#: every HDP kernel: direct assignment (``hdp_direct``), then the CRF's (this module)
+SAMPLERS = ("parallel", "sequential", "crf", "crf_sequential")
+SHARDED_SAMPLERS = ("crf",)
+#: parameters added after model files were written, with the value older files ran with
+PARAMS_ADDED_LATER = {"split_merge_every": 0}      # this module's kernel that runs sharded (``distributed``)
 _F32 = jnp.float32
 
 # sharding hooks (``jaxtopics.distributed``; module docstring, "Sharded sweeps")
@@ -109,11 +118,14 @@ class Params(NamedTuple):
     """HDP hyper-parameters and kernel settings (hashable: a static argument under jit).
 
     alpha: document-level DP concentration (alpha_0). gamma: corpus-level DP concentration.
-    beta: symmetric topic-word Dirichlet. sampler: "parallel" | "sequential".
+    beta: symmetric topic-word Dirichlet. sampler: "parallel" | "sequential" (direct
+    assignment, ``hdp_direct``) | "crf" | "crf_sequential" (this module's CRF kernels).
     initial_topics: topics of the random initial state (tokens drawn uniformly among them, one
     table per document and topic). resample_concentrations: draw alpha and gamma every sweep
     (Gamma(prior_shape, prior_rate) priors); alpha and gamma are then the starting values.
-    split_merge_steps: split-merge attempts per sweep (0 = none).
+    split_merge_steps: split-merge attempts per sweep (0 = none); split_merge_every: E, the
+    attempts run in a sweep with probability 1/E (0 = automatic: 1 for the CRF kernels,
+    ``hdp_direct.SPLIT_MERGE_EVERY`` for direct assignment).
     num_blocks: token blocks of a parallel sweep; dish_groups: document groups of the parallel
     dish step. topic_capacity, table_capacity: initial capacities (0 = automatic); grown as
     needed. chunk_size: tokens per chunk of the parallel dish step.
@@ -133,6 +145,7 @@ class Params(NamedTuple):
     prior_shape: float = 1.0
     prior_rate: float = 1.0
     chunk_size: int = 4096
+    split_merge_every: int = 0
 
 
 class Data(NamedTuple):
@@ -206,7 +219,7 @@ def check_params(params: Params) -> Params:
     if params.sampler not in SAMPLERS:
         raise ParameterError(f"sampler must be one of {SAMPLERS}, got {params.sampler!r}")
     sampled_concentrations.check(params)     # resample_concentrations, prior_shape, prior_rate
-    for name, low in (("initial_topics", 1), ("split_merge_steps", 0),
+    for name, low in (("initial_topics", 1), ("split_merge_steps", 0), ("split_merge_every", 0),
                       ("dish_groups", 1), ("topic_capacity", 0), ("table_capacity", 0),
                       ("chunk_size", 1)):
         check_int(getattr(params, name), name, low=low)       # int32: they reach jit
@@ -710,21 +723,27 @@ def _sweep(key: Array, state: State, data: Data, params: Params, exclude_self: b
            axis_name: str | None = None) -> tuple[State, SweepInfo]:
     k_tab, k_dish, k_sm, k_conc = jax.random.split(key, 4)
     _, _, g_sm, g_conc = jax.random.split(shared_key(key, axis_name), 4)
-    if params.sampler == "sequential":
+    if params.sampler == "crf_sequential":
         st, of_tab = _table_steps_sequential(k_tab, state, data, params, exclude_self)
     else:
         st, of_tab = _table_steps(k_tab, state, data, params, exclude_self, axis_name)
     seat = _seating(st, data)
-    if params.sampler == "sequential":
+    if params.sampler == "crf_sequential":
         st, of_dish = _dish_steps_sequential(k_dish, st, seat, params, exclude_self)
     else:
         st, of_dish = _dish_steps_parallel(k_dish, st, seat, params, exclude_self, axis_name)
     st = _finish(st, data)                      # the dish step moved whole tables: refresh z
     accepted, of_sm = jnp.int32(0), jnp.bool_(False)
     if params.split_merge_steps and data.word.shape[0] - 1 >= 2:     # a split needs two tokens
-        st, accepted, of_sm = _split_merge(k_sm, st, data, params, params.split_merge_steps,
-                                           axis_name, g_sm)
-        st = _finish(st, data)
+        def moves(s):
+            s, acc, of = _split_merge(k_sm, s, data, params, params.split_merge_steps, axis_name,
+                                      g_sm)
+            return _finish(s, data), acc, of
+        if params.split_merge_every > 1:        # in a sweep with probability 1/E
+            run = jax.random.uniform(jax.random.fold_in(g_sm, 1)) * params.split_merge_every < 1
+            st, accepted, of_sm = jax.lax.cond(run, moves, lambda s: (s, accepted, of_sm), st)
+        else:
+            st, accepted, of_sm = moves(st)
     if params.resample_concentrations:
         st = _resample_concentrations(k_conc, st, data, params, axis_name, g_conc)
     changed = jnp.sum(st.z != state.z, dtype=jnp.int32)
@@ -753,9 +772,12 @@ def sweep(key: Array, state: State, data: Data, params: Params,
 # sharding hooks (``jaxtopics.distributed``)
 
 
-#: sharded sweeps run the parallel kernel (the sequential one visits tables one at a time over
-#: the whole corpus)
-check_shard_params = require_parallel
+def check_shard_params(params: Params) -> None:
+    """Sharded sweeps run the blocked CRF kernel ("crf"; "crf_sequential" visits tables one at
+    a time over the whole corpus)."""
+    if params.sampler != "crf":
+        raise ParameterError(f"sharded CRF sweeps (devices > 1) run the 'crf' kernel, got "
+                             f"sampler={params.sampler!r}")
 
 
 def shard_sizes(data: Data, num_shards: int) -> dict[str, int]:
@@ -930,60 +952,27 @@ def rebuild(state: State, data: Data, params: Params) -> State:
 
 
 def fold_in(key: Array, state: State, new_data: Data, params: Params, num_sweeps: int = 50) -> Array:
-    """theta [D_new, K_active] for unseen documents, the topics held at the fitted phi.
-
-    Gibbs on the new documents' topics with p(z_i = k) ∝ (n_dk^-i + alpha pi_k) phi_kw,
-    pi_k = m_k / (m + gamma) (the CRF's prior mass of the active topics); theta is averaged over
-    the second half of the sweeps.
-    """
-    if num_sweeps < 1:
-        raise ParameterError(f"fold_in: num_sweeps must be >= 1, got {num_sweeps}")
+    """theta [D_new, K_active] for unseen documents, the topics held at the fitted phi: Gibbs
+    with p(z_i = k) ∝ (n_dk^-i + alpha pi_k) phi_kw, pi_k = m_k / (m + gamma) (the CRF's prior
+    mass of the active topics), theta averaged over the second half (``hdp_fold_in``)."""
     est = estimate(state, params)
-    phi = jnp.asarray(est["phi"])
-    if new_data.word.shape[0] > 1 and int(jnp.max(new_data.word)) >= phi.shape[1]:
-        raise ParameterError("fold_in: new documents use word ids outside the fitted vocabulary")
     m = np.asarray(state.topic_tables)
     prior = float(state.alpha) * est["topic_tables"] / (m.sum() + float(state.gamma))
-    n = new_data.word.shape[0] - 1
-    blocks, valid = strided_blocks(max(n, 1), params.num_blocks)
-    return _fold_in(key, phi.T, jnp.asarray(prior, _F32), new_data.doc, new_data.word,
-                    jnp.asarray(blocks), jnp.asarray(valid), num_sweeps, n,
-                    new_data.doc_len.shape[0], phi.shape[0])
+    return fold_in_with_prior(key, est["phi"], prior, new_data, params, num_sweeps)
 
 
-def _fold_in_impl(key, phi_vk, prior, doc, word, blocks, valid, num_sweeps, n, d, k):
-    z0 = jnp.append(jax.random.randint(jax.random.fold_in(key, 0), (n,), 0, k), 0)
-    ndk = count_table((d, k), doc[:n], z0[:n])
-
-    def one_sweep(carry, t):
-        z, ndk, acc = carry
-        skey = jax.random.fold_in(key, t + 1)
-
-        def block(inner, xs):
-            z, ndk = inner
-            pos, ok, b = xs
-            dd, w, old = doc[pos], word[pos], z[pos]
-            u = jax.random.uniform(jax.random.fold_in(skey, b), pos.shape)
-
-            def draw(c):
-                uc, dc, wc, oc = c
-                own = jax.nn.one_hot(oc, k, dtype=jnp.int32)
-                return categorical(uc, ((ndk[dc] - own).astype(_F32) + prior[None, :]) * phi_vk[wc])
-
-            new = chunked_map(draw, (u, dd, w, old), 8192)
-            z = z.at[pos].set(jnp.where(ok, new, 0))
-            return (z, move_counts(ndk, dd, old, new, ok.astype(jnp.int32))), None
-
-        (z, ndk), _ = jax.lax.scan(block, (z, ndk), (blocks, valid, jnp.arange(blocks.shape[0])))
-        keep = (t >= num_sweeps // 2).astype(_F32)
-        theta = ndk + prior[None, :]
-        theta = theta / theta.sum(1, keepdims=True)
-        return (z, ndk, acc + keep * theta), None
-
-    (_, _, acc), _ = jax.lax.scan(one_sweep, (z0, ndk, jnp.zeros((d, k), _F32)),
-                                  jnp.arange(num_sweeps))
-    return acc / (num_sweeps - num_sweeps // 2)
+def kernel_module(params: Params):
+    """The module of ``params.sampler``'s kernel: ``hdp_direct`` ("parallel", "sequential") or
+    this one ("crf", "crf_sequential"); both take these Params."""
+    from . import hdp_direct
+    return sys.modules[__name__] if params.sampler.startswith("crf") else hdp_direct
 
 
-_fold_in = jax.jit(_fold_in_impl, static_argnums=(7, 8, 9, 10))
-
+def migrate_params(params: dict, state_fields: set[str]) -> dict:
+    """A model file's params as today's Params read them: files written before the direct-
+    assignment kernels (a CRF state: it has table_count) name the CRF kernels "parallel" and
+    "sequential", today "crf" and "crf_sequential"."""
+    if "table_count" in state_fields and params.get("sampler") in ("parallel", "sequential"):
+        params = {**params, "sampler": {"parallel": "crf", "sequential": "crf_sequential"}[
+            params["sampler"]]}
+    return params

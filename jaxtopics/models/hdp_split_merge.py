@@ -74,6 +74,7 @@ class _Tokens(NamedTuple):
     num_docs: int
     num_words: int
     axis_name: str | None
+    num_pairs: int = 0        # bound of the doc_word ids (0: N, the token arrays' length)
 
 
 class _Move(NamedTuple):
@@ -110,7 +111,7 @@ class _Units(NamedTuple):
     in_b: Array
 
 
-def _global_tokens(data: Data, st: State, axis_name: str | None) -> _Tokens:
+def _global_tokens(data: Data, num_docs: int, num_words: int, axis_name: str | None) -> _Tokens:
     """The tokens, numbered over all shards in shard order (one device: 0 .. N-1)."""
     n = data.word.shape[0] - 1
     doc, word = data.doc[:n], data.word[:n]
@@ -120,8 +121,7 @@ def _global_tokens(data: Data, st: State, axis_name: str | None) -> _Tokens:
     else:
         before, n_all, _ = shard_prefix(jnp.sum(data.doc_len, dtype=jnp.int32)[None], axis_name)
         n_all, tok = n_all[0], jnp.where(real, before[0] + jnp.arange(n), -1)
-    return _Tokens(doc, word, data.doc_word, real, tok, n_all, st.table_count.shape[0],
-                   st.word_topic.shape[0], axis_name)
+    return _Tokens(doc, word, data.doc_word, real, tok, n_all, num_docs, num_words, axis_name)
 
 
 def _token_at(x: Array, r: Array, tk: _Tokens) -> Array:
@@ -261,7 +261,7 @@ def _units(mv: _Move, tk: _Tokens) -> _Units:
     d_cap = tk.num_docs
     size = jax.ops.segment_sum(mv.member.astype(jnp.int32), tk.doc, num_segments=d_cap)
     word = jax.ops.segment_sum(mv.member.astype(jnp.int32), tk.doc_word,
-                               num_segments=tk.doc.shape[0])[tk.doc_word]
+                               num_segments=tk.num_pairs or tk.doc.shape[0])[tk.doc_word]
     return _Units(size, word, (jnp.arange(d_cap) == mv.da).astype(jnp.int32),
                   (jnp.arange(d_cap) == mv.db).astype(jnp.int32))
 
@@ -364,24 +364,57 @@ def _apply_move(c: tuple, mv: _Move, in_b: Array, kb_new: Array, group_a: tuple,
             changed.at[ka].set(True).at[kb_new].set(True))
 
 
-def _attempt(i: Array, carry: tuple, k_att: Array, k_local: Array, tk: _Tokens, st: State,
-             params: Params, max_round: int) -> tuple:
+def _compact_proposal(proposal, mv: _Move, tk: _Tokens, z: Array, cap: int) -> tuple[Array, Array]:
+    """`proposal(mv, tk, z)` on the pair's tokens only (S and the anchors: SM5 and SM6 read no
+    other token) when every shard holds at most `cap` of them, gathered into [cap] arrays
+    (padding: in no group, counted nowhere), the split scattered back to [N]; else on all
+    tokens. The same draws either way (they are per document): the same move, ~N / cap times
+    cheaper for a pair of small topics."""
+    n = z.shape[0]
+    group = mv.member | mv.anchors
+    over = shard_sum((jnp.sum(group, dtype=jnp.int32) > cap).astype(jnp.int32), tk.axis_name)
+
+    def small(_):
+        idx = jnp.nonzero(group, size=cap, fill_value=n)[0]
+        ok = idx < n
+        at = jnp.minimum(idx, n - 1)
+        sub = tk._replace(doc=tk.doc[at], word=tk.word[at], doc_word=tk.doc_word[at],
+                          real=tk.real[at] & ok, tok=jnp.where(ok, tk.tok[at], -1),
+                          num_pairs=tk.num_pairs or n)
+        in_b, logq = proposal(mv._replace(member=mv.member[at] & ok, anchors=mv.anchors[at] & ok),
+                              sub, z[at])
+        return jnp.zeros(n, bool).at[idx].set(in_b & ok, mode="drop"), logq
+
+    return jax.lax.cond(over == 0, small, lambda _: proposal(mv, tk, z), None)
+
+
+def _attempt(i: Array, carry: tuple, k_att: Array, k_local: Array, tk: _Tokens,
+             conc: tuple[Array, Array], params: Params, max_round: int,
+             compact: int | None = None) -> tuple:
     """Split-merge attempt i: choose the pair (SM3), propose (SM4), launch (SM5), scan (SM6),
     accept (SM7, SM8), apply (SM9). carry = (z [N], word_topic, topic, log_pi, changed [K],
-    accepted, overflow); a split without a free topic is refused and reported as overflow."""
+    accepted, overflow); conc = (alpha, gamma); a split without a free topic is refused and
+    reported as overflow."""
     z, word_topic, topic, log_pi, changed, accepted, overflow = carry
+    alpha, gamma = conc
     beta, vb = params.beta, params.beta * tk.num_words
     k1, _, _, _, k5, k6 = jax.random.split(jax.random.fold_in(k_att, i), 6)     # shared draws
     _, _, k3, k4, _, _ = jax.random.split(jax.random.fold_in(k_local, i), 6)    # per shard
     ra, rb = _choose_pair(k1, z, tk)
-    mv = _propose(k5, z, log_pi, ra, rb, st.alpha, tk)
-    in_b = _launch_state(k3, jax.random.fold_in(k4, 0), mv, tk, beta, vb, max_round)
-    un = _units(mv, tk)
-    for r in range(_SCANS):                        # intermediate scans: not part of q
-        in_b, _ = _restricted_scan(jax.random.fold_in(k4, r + 1), in_b, z, mv, un, tk, beta, vb,
-                                   False)
-    in_b, logq = _restricted_scan(k4, in_b, z, mv, un, tk, beta, vb, True)   # the proposal
-    log_ratio, log_pk, group_a, group_b = _log_split_ratio(in_b, mv, tk, st.alpha, st.gamma, beta)
+    mv = _propose(k5, z, log_pi, ra, rb, alpha, tk)
+    def proposal(mv, tk, z):                       # SM5, SM6: the split proposed, log q
+        in_b = _launch_state(k3, jax.random.fold_in(k4, 0), mv, tk, beta, vb, max_round)
+        un = _units(mv, tk)
+        for r in range(_SCANS):                    # intermediate scans: not part of q
+            in_b, _ = _restricted_scan(jax.random.fold_in(k4, r + 1), in_b, z, mv, un, tk, beta,
+                                       vb, False)
+        return _restricted_scan(k4, in_b, z, mv, un, tk, beta, vb, True)
+
+    if compact is None:
+        in_b, logq = proposal(mv, tk, z)
+    else:
+        in_b, logq = _compact_proposal(proposal, mv, tk, z, compact)
+    log_ratio, log_pk, group_a, group_b = _log_split_ratio(in_b, mv, tk, alpha, gamma, beta)
     log_accept = _log_acceptance(mv, log_ratio, logq, log_pk, group_a[1], group_b[1], tk.n_all)
     accept = jnp.log(jax.random.uniform(k6)) < log_accept
     free = topic == 0
@@ -452,21 +485,44 @@ def _split_merge(key: Array, st: State, data: Data, params: Params, attempts: in
     attempt (psums of [V + 1] counts, scalars).
     """
     n = data.word.shape[0] - 1
-    k_cap = st.word_topic.shape[1]
-    max_round = max(1, (n - 1).bit_length())
     k_pi, k_att, _ = jax.random.split(key if shared is None else shared, 3)
     _, k_local, k_seat = jax.random.split(key, 3)
-    tk = _global_tokens(data, st, axis_name)
     log_pi = _draw_log_pi(k_pi, st)
-    carry = (st.z[:n], st.word_topic, st.topic, log_pi, jnp.zeros(k_cap, bool), jnp.int32(0),
-             jnp.bool_(False))
-    z, word_topic, topic, log_pi, changed, accepted, overflow = jax.lax.fori_loop(
-        0, attempts, lambda i, c: _attempt(i, c, k_att, k_local, tk, st, params, max_round), carry)
+    z, word_topic, topic, log_pi, changed, accepted, overflow = split_merge_moves(
+        k_att, k_local, st.z[:n], st.word_topic, st.topic, log_pi, (st.alpha, st.gamma), data,
+        params, attempts, st.table_count.shape[0], axis_name)
     st = st._replace(z=jnp.append(z, 0), word_topic=word_topic, topic=topic)
     st, of_seat = jax.lax.cond(jnp.any(changed),            # `changed`: equal on every shard
                                lambda s: _reseat(k_seat, s, data, changed, log_pi, axis_name),
                                lambda s: (s, jnp.bool_(False)), st)
     return st, accepted, overflow | of_seat
+
+
+def split_merge_moves(k_att: Array, k_local: Array, z: Array, word_topic: Array, topic: Array,
+                      log_pi: Array, conc: tuple[Array, Array], data: Data, params: Params,
+                      attempts: int, num_docs: int, axis_name: str | None = None,
+                      launch_rounds: int | None = None, compact: int | None = None) -> tuple:
+    """The `attempts` moves SM3-SM8 of `_split_merge` (each applied by SM9's `_apply_move`) on
+    the tokens' topics z [N] given the global weights `log_pi` [K] (-inf: a free topic; the
+    weight of the unused topics is 1 - their sum, which no move changes) and conc = (alpha,
+    gamma): the part shared by the CRF sampler (pi drawn given its tables, the changed topics
+    re-seated afterwards) and the direct-assignment sampler (``hdp_direct``: pi = its
+    instantiated weights beta, no tables). `k_att`: the attempts' global draws (equal on every
+    shard), `k_local`: the shard's own. Returns (z, word_topic, topic, log_pi, changed [K],
+    accepted, overflow). `launch_rounds`: at most this many vectorised rounds of SM5 (default
+    log2 N; fewer rounds, a coarser sequential allocation: still an exact move, the launch
+    state is not part of q). `compact`: each attempt's proposal runs on the pair's tokens
+    gathered into arrays of this size when they fit (`_compact_proposal`)."""
+    n = z.shape[0]
+    k_cap = word_topic.shape[1]
+    max_round = max(1, (n - 1).bit_length())
+    if launch_rounds is not None:
+        max_round = min(max_round, launch_rounds)
+    tk = _global_tokens(data, num_docs, word_topic.shape[0], axis_name)
+    carry = (z, word_topic, topic, log_pi, jnp.zeros(k_cap, bool), jnp.int32(0), jnp.bool_(False))
+    return jax.lax.fori_loop(
+        0, attempts, lambda i, c: _attempt(i, c, k_att, k_local, tk, conc, params, max_round,
+                                           compact), carry)
 
 
 def _crp_tables(key: Array, q: Array, first: Array, topic: Array, log_pi: Array,

@@ -7,6 +7,7 @@ from .concentration import (
     concentration_one_group,
 )
 from .conditionals import collapsed_topic_draw
+from .dp import crp_opens, dirichlet_weights, stick_log_keep
 from .counts import (
     count_invariants,
     count_table,
@@ -68,6 +69,8 @@ __all__ = [
     "concentration_one_group",
     "count_invariants",
     "count_table",
+    "crp_opens",
+    "dirichlet_weights",
     "dirichlet_multinomial_log_evidence",
     "exchange",
     "exchange_others",
@@ -85,6 +88,7 @@ __all__ = [
     "shard_prefix",
     "shard_sum",
     "shared_key",
+    "stick_log_keep",
     "sharded_sweep",
     "pad_array",
     "pad_blocks",
