@@ -603,7 +603,6 @@ def estimate(state: State, params: Params) -> dict[str, Array]:
     [K] when learned asymmetric: then alpha_k and K alpha = sum_k alpha_k above; beta a float,
     the [K, V] prior when seeded).
     """
-    v = state.word_topic.shape[0]
     alpha, beta = _priors(state, params)
     beta, total = _word_prior(state, params, beta)
     phi = (state.word_topic.T + beta) / (state.topic[:, None] + total)
