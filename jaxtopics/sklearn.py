@@ -339,8 +339,8 @@ class DMM(ClusterMixin, _Base):
         """Cluster the documents of X.
 
         Args:
-            X: [n_samples, n_features] counts; every row needs a token (DMM cannot take empty
-                documents).
+            X: [n_samples, n_features] counts (a row without a token is an empty document,
+                seated in a cluster as the others are).
             y: ignored.
 
         Returns:
