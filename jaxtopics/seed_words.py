@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numbers
 import os
+import unicodedata
 from typing import Any, Iterable, Mapping
 
 import jax.numpy as jnp
@@ -243,6 +244,8 @@ def resolve(seed_words: Mapping[Any, Any] | None, vocab: Iterable[str], num_topi
         for word, w_weight in pairs:
             if not isinstance(word, str):
                 raise ParameterError(f"seed_words: topic {topic} lists {word!r}, not a string")
+            if word not in index and unicodedata.normalize("NFC", word) in index:
+                word = unicodedata.normalize("NFC", word)   # the vocabulary is NFC (Corpus)
             if word not in index:
                 if unknown == "skip":
                     continue
@@ -289,7 +292,7 @@ def read_file(path: str | os.PathLike) -> dict[int, list[str]]:
             continue
         fields = text.split()
         where = f"seed words file {os.fspath(path)!r}, line {number}"
-        if not fields[0].isdigit():
+        if not (fields[0].isascii() and fields[0].isdigit()):     # not '²' (int() fails)
             raise ParameterError(f"{where}: expected 'topic_id<TAB>word word ...', the topic id "
                                  f"{fields[0]!r} is not a non-negative integer")
         if len(fields) < 2:
