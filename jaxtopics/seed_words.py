@@ -284,14 +284,16 @@ def read_file(path: str | os.PathLike) -> dict[int, list[str]]:
         with open(path, encoding="utf-8") as f:
             lines = f.read().splitlines()
     except (OSError, UnicodeDecodeError) as e:
-        raise ParameterError(f"seed words file {os.fspath(path)!r}: cannot read it ({e})") from None
+        raise ParameterError(f"the seed words file {os.fspath(path)!r}: cannot read it "
+                             f"({e})") from None
     out: dict[int, list[str]] = {}
     for number, line in enumerate(lines, 1):
         text = line.strip()
         if not text or text.startswith("#"):
             continue
         fields = text.split()
-        where = f"seed words file {os.fspath(path)!r}, line {number}"
+        where = f"the seed words file {os.fspath(path)!r}, line {number}"   # "the": the CLI
+        # reads a message that starts with "seed " as one about its --seed flag
         if not (fields[0].isascii() and fields[0].isdigit()):     # not '²' (int() fails)
             raise ParameterError(f"{where}: expected 'topic_id<TAB>word word ...', the topic id "
                                  f"{fields[0]!r} is not a non-negative integer")
@@ -299,8 +301,8 @@ def read_file(path: str | os.PathLike) -> dict[int, list[str]]:
             raise ParameterError(f"{where}: topic {fields[0]} lists no words")
         out.setdefault(int(fields[0]), []).extend(fields[1:])
     if not out:
-        raise ParameterError(f"seed words file {os.fspath(path)!r} seeds no topic (every line is "
-                             f"empty or a # comment)")
+        raise ParameterError(f"the seed words file {os.fspath(path)!r} seeds no topic (every "
+                             f"line is empty or a # comment)")
     return out
 
 

@@ -377,7 +377,8 @@ def test_cli_fit_with_a_seed_words_file(tmp_path, capsys) -> None:
     capsys.readouterr()
     seeds.write_text("1\tcar\nx\tapple\n", encoding="utf-8")
     assert main([*base, "--out", str(tmp_path / "p"), "--seed-words", str(seeds)]) == 2
-    assert "line 2" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "line 2" in err and "--seed words" not in err     # it said "--seed words file"
     seeds.write_text("1\tcar bus\n", encoding="utf-8")
     assert main([*base, "--out", str(tmp_path / "q"), "--seed-words", str(seeds)]) == 2
     assert "'bus' (topic 1) is not in the corpus vocabulary" in capsys.readouterr().err
