@@ -407,7 +407,8 @@ class FittedModel:
         Returns:
             {"topic_term_dists": float64 [K', V'], "doc_topic_dists": float64 [D, K'],
             "doc_lengths": int64 [D], "vocab": V' words, "term_frequency": int64 [V'],
-            "sort_topics": False, "start_index": 0}.
+            "sort_topics": False, "start_index": 0}, and "mds" (the topic at the origin) when
+            a single topic holds tokens (pyLDAvis's own scaling fails on one).
 
         Raises:
             CorpusError: not the training corpus, or no topic holds a token.

@@ -65,7 +65,8 @@ def pyldavis_kwargs(model: Any, corpus: Corpus) -> dict[str, Any]:
 
     Returns:
         {"topic_term_dists", "doc_topic_dists", "doc_lengths", "vocab", "term_frequency",
-        "sort_topics": False, "start_index": 0}; see ``FittedModel.to_pyldavis``.
+        "sort_topics": False, "start_index": 0} (and "mds" when one topic holds tokens:
+        pyLDAvis's own scaling fails on one); see ``FittedModel.to_pyldavis``.
 
     Raises:
         CorpusError: not the training corpus, or no topic holds a token."""
@@ -89,10 +90,18 @@ def pyldavis_kwargs(model: Any, corpus: Corpus) -> dict[str, Any]:
     total = theta.sum(1, keepdims=True)
     theta = np.divide(theta, total, out=np.full_like(theta, 1.0 / theta.shape[1]),
                       where=total > 0)
-    return {"topic_term_dists": phi, "doc_topic_dists": theta,
-            "doc_lengths": np.asarray(corpus.doc_lengths, np.int64),
-            "vocab": [w for w, u in zip(corpus.vocab, used) if u],
-            "term_frequency": term_frequency[used], "sort_topics": False, "start_index": 0}
+    kwargs = {"topic_term_dists": phi, "doc_topic_dists": theta,
+              "doc_lengths": np.asarray(corpus.doc_lengths, np.int64),
+              "vocab": [w for w, u in zip(corpus.vocab, used) if u],
+              "term_frequency": term_frequency[used], "sort_topics": False, "start_index": 0}
+    if phi.shape[0] == 1:              # pyLDAvis's own scaling places one topic on one axis and
+        kwargs["mds"] = _one_topic_mds   # fails a bare assert: the topic at the origin instead
+    return kwargs
+
+
+def _one_topic_mds(distributions: np.ndarray) -> np.ndarray:
+    """pyLDAvis's ``mds`` for a single topic: it sits at (0, 0)."""
+    return np.zeros((len(distributions), 2))
 
 
 def doc_topic_frame(model: Any, corpus: Corpus | None = None) -> Any:

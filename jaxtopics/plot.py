@@ -249,7 +249,8 @@ def doc_topics(model: FittedModel, ax: Any = None, *, max_docs: int = 40, max_to
 
     The documents are grouped by their main topic (so the map reads as a staircase); with more
     than `max_docs`, that many are taken evenly over this order. Topics are columns in order of
-    their share, largest first, at most `max_topics`.
+    their share, largest first, at most `max_topics`; when some are left out, so are the
+    documents whose main topic they are (they would be blank rows).
 
     Args:
         model: a FittedModel.
@@ -278,7 +279,11 @@ def doc_topics(model: FittedModel, ax: Any = None, *, max_docs: int = 40, max_to
     if doc_names is not None and len(doc_names) != theta.shape[0]:
         raise ParameterError(f"doc_names has {len(doc_names)} entries for {theta.shape[0]} documents")
     cols = np.argsort(-_shares(model), kind="stable")[:max_topics]
-    rows = _document_rows(theta[:, cols], max_docs)
+    docs = np.arange(theta.shape[0])
+    if len(cols) < theta.shape[1]:          # a document whose main topic is not shown would be
+        on_shown = np.isin(theta.argmax(1), cols)              # a blank row
+        docs = np.flatnonzero(on_shown) if on_shown.any() else docs
+    rows = docs[_document_rows(theta[np.ix_(docs, cols)], max_docs)]
     image = theta[np.ix_(rows, cols)]
     if ax is None:
         ax = _new_axes((min(2.2 + 0.3 * len(cols), 10.0), min(1.2 + 0.2 * len(rows), 10.0)))

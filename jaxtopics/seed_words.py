@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numbers
 import os
+import unicodedata
 from typing import Any, Iterable, Mapping
 
 import jax.numpy as jnp
@@ -243,6 +244,8 @@ def resolve(seed_words: Mapping[Any, Any] | None, vocab: Iterable[str], num_topi
         for word, w_weight in pairs:
             if not isinstance(word, str):
                 raise ParameterError(f"seed_words: topic {topic} lists {word!r}, not a string")
+            if word not in index and unicodedata.normalize("NFC", word) in index:
+                word = unicodedata.normalize("NFC", word)   # the vocabulary is NFC (Corpus)
             if word not in index:
                 if unknown == "skip":
                     continue
@@ -281,23 +284,25 @@ def read_file(path: str | os.PathLike) -> dict[int, list[str]]:
         with open(path, encoding="utf-8") as f:
             lines = f.read().splitlines()
     except (OSError, UnicodeDecodeError) as e:
-        raise ParameterError(f"seed words file {os.fspath(path)!r}: cannot read it ({e})") from None
+        raise ParameterError(f"the seed words file {os.fspath(path)!r}: cannot read it "
+                             f"({e})") from None
     out: dict[int, list[str]] = {}
     for number, line in enumerate(lines, 1):
         text = line.strip()
         if not text or text.startswith("#"):
             continue
         fields = text.split()
-        where = f"seed words file {os.fspath(path)!r}, line {number}"
-        if not fields[0].isdigit():
+        where = f"the seed words file {os.fspath(path)!r}, line {number}"   # "the": the CLI
+        # reads a message that starts with "seed " as one about its --seed flag
+        if not (fields[0].isascii() and fields[0].isdigit()):     # not '²' (int() fails)
             raise ParameterError(f"{where}: expected 'topic_id<TAB>word word ...', the topic id "
                                  f"{fields[0]!r} is not a non-negative integer")
         if len(fields) < 2:
             raise ParameterError(f"{where}: topic {fields[0]} lists no words")
         out.setdefault(int(fields[0]), []).extend(fields[1:])
     if not out:
-        raise ParameterError(f"seed words file {os.fspath(path)!r} seeds no topic (every line is "
-                             f"empty or a # comment)")
+        raise ParameterError(f"the seed words file {os.fspath(path)!r} seeds no topic (every "
+                             f"line is empty or a # comment)")
     return out
 
 

@@ -173,7 +173,9 @@ class _Base(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             return np.full((rows, k), 1.0 / k)
         theta = np.asarray(self.model_.transform(corpus, num_sweeps=self.transform_sweeps,
                                                  seed=self.seed_), np.float64)
-        return theta / theta.sum(1, keepdims=True)
+        theta = theta / theta.sum(1, keepdims=True)
+        theta[np.asarray(corpus.doc_lengths) == 0] = 1.0 / k   # no token: uniform, whatever
+        return theta                                             # the other rows hold
 
     def score(self, X: Any, y: Any = None) -> float:
         """Held-out log-likelihood of X, sum_d log p(w_d) in nats (higher is better; what
@@ -337,8 +339,8 @@ class DMM(ClusterMixin, _Base):
         """Cluster the documents of X.
 
         Args:
-            X: [n_samples, n_features] counts; every row needs a token (DMM cannot take empty
-                documents).
+            X: [n_samples, n_features] counts (a row without a token is an empty document,
+                seated in a cluster as the others are).
             y: ignored.
 
         Returns:

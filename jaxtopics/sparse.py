@@ -106,8 +106,8 @@ def from_sparse(cls: Any, X: Any, vocab: Sequence[str] | None = None, *, labels:
     any int, unsigned, bool or float dtype whose values are non-negative integers (2.0 is a
     count of 2). Document order is kept. A count c of word w becomes c tokens of w, words in
     column order within a document (a bag of words has no token order). Empty rows are kept as
-    empty documents (a model that cannot take them says so, ``EmptyDocumentError``; drop them
-    with ``corpus.subset(corpus.doc_lengths > 0)``); all-zero columns stay words of the
+    empty documents (every model takes them; DMM and DPMM seat each in a cluster too; drop
+    them with ``corpus.subset(corpus.doc_lengths > 0)``); all-zero columns stay words of the
     vocabulary that no token uses.
 
     Args:

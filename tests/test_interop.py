@@ -138,6 +138,18 @@ def test_pyldavis_leaves_out_empty_topics_and_unused_words():
     assert set(np.unique(kw["doc_topic_dists"])) <= {0.0, 1.0}     # DMM: memberships
 
 
+def test_pyldavis_one_topic(tmp_path):
+    # pyLDAvis's own scaling failed a bare `assert mds_res.shape == (K, 2)` on a single topic
+    # (LDA(1), or an HDP / DPMM / DMM that keeps one): the topic now sits at the origin
+    pyLDAvis = pytest.importorskip("pyLDAvis")
+    corpus = jt.Corpus.from_texts(TEXTS)
+    model = jt.LDA(1).fit(corpus, 2, seed=0, progress=False)
+    vis = pyLDAvis.prepare(**model.to_pyldavis(corpus), n_jobs=1)
+    assert vis.topic_coordinates[["x", "y"]].values.tolist() == [[0.0, 0.0]]
+    pyLDAvis.save_html(vis, str(tmp_path / "vis.html"))
+    assert "mds" not in jt.LDA(2).fit(corpus, 2, seed=0, progress=False).to_pyldavis(corpus)
+
+
 # -- callback: errors, sharded, fit_chains -----------------------------------------------------
 
 def test_callback_exception_propagates_and_leaves_no_partial_file(tmp_path):

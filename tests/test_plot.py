@@ -106,6 +106,13 @@ def test_doc_topic_heat_map_groups_documents_by_topic(lda_chains, corpus, tmp_pa
     assert plot.doc_topics(model).images[0].get_array().shape == (30, 3)   # all of them
     with pytest.raises(ParameterError, match="doc_names has 2 entries for 30"):
         plot.doc_topics(model, doc_names=["a", "b"])
+    # with fewer columns than topics, no row is a document whose main topic is not shown
+    # (they were blank rows); all of the shown topic's documents are there
+    theta = np.asarray(model.doc_topic)
+    one = plot.doc_topics(model, max_topics=1)
+    top = int(one.get_xticklabels()[0].get_text())
+    assert one.images[0].get_array().shape == (int((theta.argmax(1) == top).sum()), 1)
+    assert float(one.images[0].get_array().min()) >= 1 / 3
 
 
 def test_cluster_sizes_sorted(dpmm, lda_chains, tmp_path):

@@ -325,6 +325,16 @@ def test_errors_name_the_problem() -> None:
         lda.prepare(corpus, lda.Params(2, seed_words=((0, 999, 1.0),)))
 
 
+def test_seed_words_match_the_nfc_vocabulary() -> None:
+    # a corpus's vocabulary is NFC-normalised; a decomposed seed word ('cafe' + U+0301) was
+    # "not in the corpus vocabulary" though it prints the same (and "skip" silently dropped it)
+    corpus = jt.Corpus.from_texts(["caf\u00e9 tea cup", "car road wheel"] * 4)
+    seeds = seed_words.resolve({0: ["cafe\u0301"]}, corpus.vocab, 2)
+    assert seeds == ((0, corpus.vocab.index("caf\u00e9"), 1.0),)
+    with pytest.raises(ParameterError, match="listed twice"):
+        seed_words.resolve({0: ["cafe\u0301", "caf\u00e9"]}, corpus.vocab, 2)
+
+
 def test_seed_file_format(tmp_path) -> None:
     path = tmp_path / "seeds.tsv"
     path.write_text("# topic<TAB>words\n0\tapple pear\n\n3\tcar\n0\tcherry\n", encoding="utf-8")
@@ -335,6 +345,10 @@ def test_seed_file_format(tmp_path) -> None:
     path.write_text("0\tapple\n1\n", encoding="utf-8")
     with pytest.raises(ParameterError, match="line 2: topic 1 lists no words"):
         seed_words.read_file(path)
+    for digit in ("\u00b2", "\u0663"):         # '²' (int() raised ValueError), Arabic-Indic 3
+        path.write_text(f"0\tapple\n{digit}\tpear\n", encoding="utf-8")
+        with pytest.raises(ParameterError, match="line 2: .* is not a non-negative integer"):
+            seed_words.read_file(path)
 
 
 def test_unseeded_params_and_old_files_keep_the_symmetric_prior() -> None:
@@ -363,7 +377,8 @@ def test_cli_fit_with_a_seed_words_file(tmp_path, capsys) -> None:
     capsys.readouterr()
     seeds.write_text("1\tcar\nx\tapple\n", encoding="utf-8")
     assert main([*base, "--out", str(tmp_path / "p"), "--seed-words", str(seeds)]) == 2
-    assert "line 2" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "line 2" in err and "--seed words" not in err     # it said "--seed words file"
     seeds.write_text("1\tcar bus\n", encoding="utf-8")
     assert main([*base, "--out", str(tmp_path / "q"), "--seed-words", str(seeds)]) == 2
     assert "'bus' (topic 1) is not in the corpus vocabulary" in capsys.readouterr().err

@@ -114,3 +114,16 @@ def test_odd_inputs():
     single = LDA(2, max_iter=5, random_state=0).fit(X[:1])
     assert single.transform(X[:1]).shape == (1, 2)
     assert LDA(2, max_iter=5, counts="round", random_state=0).fit(X + 0.25).n_iter_ == 5
+
+
+@pytest.mark.parametrize("est", [DMM(n_clusters=3, max_iter=5, random_state=0),
+                                 TopicModel(jt.HDP(), max_iter=5, random_state=0)],
+                         ids=["DMM", "HDP"])
+def test_empty_row_uniform_beside_others(est):
+    # a row without a token is the uniform row also when other rows have tokens (it was the
+    # model's prior mix: DMM [0.498, 0.005, 0.498], HDP [0.54, 0.46])
+    fitted = clone(est).fit(X)
+    k = fitted.components_.shape[0]
+    theta = fitted.transform(np.vstack([X[:2], np.zeros((1, X.shape[1]), int)]))
+    assert theta[2].tolist() == [1.0 / k] * k
+    np.testing.assert_allclose(theta.sum(1), 1, rtol=1e-6)
