@@ -600,7 +600,7 @@ def _tiny_fit(name, path):
     model = {"LDA": jt.LDA(num_topics=2), "DMM": jt.DMM(num_clusters=3),
              "PTM": jt.PTM(num_topics=2, num_pseudo_docs=2),
              "SentenceLDA": jt.SentenceLDA(num_topics=2), "DPMM": jt.DPMM(capacity=4),
-             "HDP": jt.HDP(), "DPMRM": jt.DPMRM()}[name]
+             "HDP": jt.HDP(), "HDP_CRF": jt.HDP(sampler="crf"), "DPMRM": jt.DPMRM()}[name]
     model.fit(corpus, num_sweeps=2, progress=False).save(path)
     return path
 
@@ -608,8 +608,8 @@ def _tiny_fit(name, path):
 @pytest.mark.parametrize("name, field", [("DMM", "z"), ("DMM", "doc_items"), ("PTM", "z"),
                                          ("PTM", "pseudo"), ("SentenceLDA", "z"),
                                          ("SentenceLDA", "token_sentence"), ("DPMM", "z"),
-                                         ("DPMM", "doc_items"), ("HDP", "t"), ("HDP", "z"),
-                                         ("HDP", "table_topic"), ("DPMRM", "table"),
+                                         ("DPMM", "doc_items"), ("HDP", "z"), ("HDP_CRF", "t"),
+                                         ("HDP_CRF", "z"), ("HDP_CRF", "table_topic"), ("DPMRM", "table"),
                                          ("DPMRM", "dish"), ("DPMRM", "topic_label")])
 def test_an_older_file_with_latents_out_of_range_is_refused_at_load(tmp_path, name, field):
     """The models' check_state: a latent edited out of range in a file without checksum (PTM's
@@ -629,7 +629,8 @@ def test_an_older_file_with_latents_out_of_range_is_refused_at_load(tmp_path, na
             jt.load(bad)
 
 
-@pytest.mark.parametrize("name", ["LDA", "DMM", "PTM", "SentenceLDA", "DPMM", "HDP", "DPMRM"])
+@pytest.mark.parametrize("name", ["LDA", "DMM", "PTM", "SentenceLDA", "DPMM", "HDP", "HDP_CRF",
+                                  "DPMRM"])
 def test_an_array_cut_short_along_any_axis_is_refused_at_load(tmp_path, name):
     """Review: HDP's z shortened by one was refused as "z's last (dummy) slot must be 0". Every
     model declares its ``state_shapes`` now: an array one shorter along any axis is a
@@ -637,10 +638,11 @@ def test_an_array_cut_short_along_any_axis_is_refused_at_load(tmp_path, name):
     capacity that other arrays share) the message names the array (or, for a shared capacity,
     the array it disagrees with) and the expected shape."""
     from jaxtopics.estimators import MODELS
+    from jaxtopics.models.base import kernel_module
 
     path = _tiny_fit(name, tmp_path / "m.jtm")
     model = jt.load(path)
-    module = MODELS[model.model].module
+    module = kernel_module(MODELS[model.model].module, model.params)
     with np.load(path) as f:
         arrays = {k[len("state."):]: f[k] for k in f.files if k.startswith("state.")}
     specs = module.state_shapes(model.params, model.num_tokens, 4, len(model.vocab))._asdict()
