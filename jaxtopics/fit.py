@@ -238,7 +238,8 @@ def check_invariants(model: Any, invariants: dict, log_joint: Any, sweep: int,
         failed.append(f"log joint: finite (it is {float(log_joint)})")
     if not failed:
         return
-    name = getattr(model, "__name__", None) or getattr(getattr(model, "module", None), "__name__", "")
+    name = (getattr(model, "MODEL_NAME", None) or getattr(model, "__name__", None)   # HDP's kernels
+            or getattr(getattr(model, "module", None), "__name__", ""))             # live in 2 modules
     chunk = f" (the chunk of sweeps {first}-{sweep})" if first is not None and first < sweep else ""
     which = f"chain {chain}: " if chain is not None else ""
     raise InvariantError(

@@ -94,6 +94,8 @@ __all__ = [
     "check_shard_params", "shard_sizes", "pad_shard", "recount_shard",
 ]
 
+#: the model these kernels sample, as messages name it (the CRF kernels are ``hdp.py``'s)
+MODEL_NAME = "hdp"
 #: this module's kernels (``hdp.SAMPLERS`` lists every HDP kernel)
 SAMPLERS = ("parallel", "sequential")
 #: ``Params.split_merge_every = 0``: the moves run in a sweep with probability 1 / this
