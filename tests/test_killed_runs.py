@@ -288,7 +288,8 @@ def test_command_line_fit_killed_after_a_checkpoint_resumes_bitwise(name, tmp_pa
         assert _shapes(resumed) != shapes[kill_at]     # grew after the kill
     if name == "dpmm":                                 # grown in the first sweep, before the kill
         assert at_kill.state.cluster_docs.shape[0] > settings["capacity"]
-    assert sorted(p.name for p in out.iterdir()) == ["model.jtm", "topics.txt", "trace.csv"]
+    assert sorted(p.name for p in out.iterdir()) == ["doc_topics.csv", "model.jtm", "topics.png",
+                                                     "topics.txt", "trace.csv", "trace.png"]
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -442,4 +443,5 @@ def test_command_line_fit_killed_while_writing_a_checkpoint_resumes_from_the_one
     assert r.returncode == 0, r.stderr
     _assert_same_chain(jt.load(out / "model.jtm"), straight)
     assert sorted(out.iterdir()) == sorted([out / "model.jtm", out / "topics.txt",
-                                            out / "trace.csv", *left])
+                                            out / "trace.csv", out / "doc_topics.csv",
+                                            out / "trace.png", out / "topics.png", *left])

@@ -68,7 +68,10 @@ def test_wheel_installs_in_a_fresh_venv_and_runs_the_demo(tmp_path) -> None:
     site = Path(_run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                      cwd=tmp_path).stdout.strip())
     (site / "_jaxtopics_test_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    installed = _run([python, "-m", "pip", "install", "--no-deps", "--no-index", wheel], cwd=tmp_path)
+    # --ignore-installed: where the test environment has jaxtopics installed as a wheel (CI),
+    # pip would see it through the .pth line and install nothing
+    installed = _run([python, "-m", "pip", "install", "--no-deps", "--no-index", "--ignore-installed",
+                      wheel], cwd=tmp_path)
     assert installed.returncode == 0, installed.stderr
 
     probe = _run([python, "-c", "import importlib.metadata as m, importlib.resources as r, jaxtopics;"

@@ -15,7 +15,11 @@ from jaxtopics.selection import split_documents
 @pytest.mark.slow
 def test_compare_num_topics_reports_every_k_and_picks_the_planted_one():
     syn = synthetic_lda(num_docs=300, num_words=200, num_topics=8, mean_doc_length=40, seed=1)
-    report = jt.compare_num_topics(jt.LDA, syn.corpus, [2, 8, 32], seeds=(0, 1), num_sweeps=60)
+    # init="incremental": from a uniform start a K=8 chain can sit in an optimum with merged
+    # topics for hundreds of sweeps (held-out perplexity 9.5-10 against 8.6; issue 34), and K=32
+    # then scores better; the incremental start avoids it (passed through **options)
+    report = jt.compare_num_topics(jt.LDA, syn.corpus, [2, 8, 32], seeds=(0, 1), num_sweeps=60,
+                                   init="incremental")
     assert [r.num_topics for r in report.rows] == [2, 8, 32] and report.best == 8
     assert report.method == "left_to_right" and report.num_held_out_docs == 30
     for r in report.rows:
