@@ -276,11 +276,13 @@ def evaluate_log_joint(model: ModuleType, params: Any, data: Any, state: Any) ->
 
 
 def check_chunk_memory(model: ModuleType, params: Any, data: Any, state: Any, chain_key: Array,
-                       start: int, stop: int, runner: Callable | None = None) -> None:
+                       start: int, stop: int, runner: Callable | None = None) -> Callable:
     """Refuse (ParameterError) a chunk of sweeps whose working memory does not fit on its
     devices: XLA's own count of the compiled chunk's temporaries and new outputs
     (``memory.check_fits``), agreed over the processes of a multi-process run. The chunk is
-    compiled here once; ``run_chunk`` then reuses it.
+    traced and compiled here once and returned: the caller runs its chunks of this state's
+    shapes with it (calling the jitted `runner` again would trace the program a second time:
+    2-3 s of a small HDP or DP-MRM fit).
 
     Args:
         model, params, data, state, chain_key, start, stop: as in ``run_chunk`` (nothing
@@ -288,14 +290,19 @@ def check_chunk_memory(model: ModuleType, params: Any, data: Any, state: Any, ch
         runner: the jitted chunk to compile (default ``run_chunk``; ``run_chains_chunk`` for
             a batch).
 
+    Returns:
+        The compiled chunk: ``compiled(data, state, chain_key, start, stop)`` (int32 start,
+        stop) for any chunk of a state of these shapes.
+
     Raises:
         ParameterError: the chunk does not fit."""
     jax.block_until_ready(state)           # the free memory read below counts the state
     lowered = (runner or run_chunk).lower(model, params, data, state, chain_key,
                                           jnp.int32(start), jnp.int32(stop))
-    stats = lowered.compile().memory_analysis()
+    compiled = lowered.compile()
+    stats = compiled.memory_analysis()
     if stats is None:               # pragma: no cover - a backend that does not say
-        return
+        return compiled
     needed = stats.temp_size_in_bytes + stats.output_size_in_bytes - stats.alias_size_in_bytes
     devices = {d for leaf in jax.tree.leaves(state) if isinstance(leaf, jax.Array)
                for d in leaf.sharding.addressable_devices} or set(jax.local_devices()[:1])
@@ -303,6 +310,7 @@ def check_chunk_memory(model: ModuleType, params: Any, data: Any, state: Any, ch
     on_every_process(lambda: memory.check_fits(needed, sorted(devices, key=lambda d: d.id),
                                                "a chunk of sweeps", state, params),
                      "fit a chunk of sweeps in their memory")
+    return compiled
 
 
 def _unshared(state: Any, data: Any) -> Any:
@@ -417,11 +425,11 @@ def run_sweeps(model: ModuleType, params: Any, data: Any, state: Any, chain_key:
             steps = point - done
             while done < point:
                 if checked != _shapes(state):          # the first chunk, or the state grew
-                    check_chunk_memory(model, params, data, state, chain_key, done, point,
-                                       runner=runner)
+                    chunk = check_chunk_memory(model, params, data, state, chain_key, done,
+                                               point, runner=runner)
                     checked = _shapes(state)
-                state, lj, changed, reached, priors, holds = runner(
-                    model, params, data, state, chain_key, jnp.int32(done), jnp.int32(point))
+                state, lj, changed, reached, priors, holds = chunk(
+                    data, state, chain_key, jnp.int32(done), jnp.int32(point))
                 first, done = done + 1, int(reached)
                 if done >= first:      # a state no sweep touched was checked already
                     check_invariants(model, holds, lj, done, first)
@@ -509,10 +517,10 @@ def run_chains(model: ModuleType, params: Any, data: Any, states: Any, chain_key
     done = 0
     for point in _boundaries(0, num_sweeps, eval_every):
         if done == 0:
-            check_chunk_memory(model, params, data, states, chain_keys, 0, point,
-                               runner=run_chains_chunk)
-        states, lj, changed, _, priors, holds = run_chains_chunk(
-            model, params, data, states, chain_keys, jnp.int32(done), jnp.int32(point))
+            chunk = check_chunk_memory(model, params, data, states, chain_keys, 0, point,
+                                       runner=run_chains_chunk)
+        states, lj, changed, _, priors, holds = chunk(
+            data, states, chain_keys, jnp.int32(done), jnp.int32(point))
         holds, lj = jax.device_get((holds, lj))
         for c in range(count):
             check_invariants(model, {n: v[c] for n, v in holds.items()}, lj[c], point, done + 1,

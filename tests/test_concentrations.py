@@ -327,6 +327,11 @@ OLD_FILES = {
               _dpmrm_corpus),
 }
 
+#: models whose kernel changed the arrangement of its draws after the fixture was written (same
+#: law, another chain per seed): DP-MRM's document views hold their labels' topics only
+#: (``dpmrm_views``), so a multi-label document's categorical runs over another column order
+KERNEL_CHANGED_SINCE = {"dpmrm"}
+
 
 @pytest.mark.parametrize("name", list(OLD_FILES))
 def test_an_older_model_file_loads_and_resampling_off_is_the_old_chain(name):
@@ -348,6 +353,13 @@ def test_an_older_model_file_loads_and_resampling_off_is_the_old_chain(name):
         assert np.asarray(getattr(old.state, n)) == np.float32(getattr(old.params, n))
     fresh = make(jt).fit(corpus, 6, seed=2, progress=False)
     assert fresh.params == old.params
+    if name in KERNEL_CHANGED_SINCE:
+        # the draws of today's kernel are arranged differently: its chain is another one (same
+        # law); the old chain still resumes, with consistent tables
+        assert old.resume(corpus, 2, progress=False).sweeps_done == 8
+        rebuilt = jt.models.dpmrm.rebuild(old.state, old._data, old.params)
+        _same_state(rebuilt, old.state)
+        return
     _same_state(fresh.state, old.state)
     assert _chain(fresh) == _chain(old)
     old.resume(corpus, 2, progress=False)

@@ -118,8 +118,8 @@ GROWING = ("dpmm", "dpmrm", "hdp")
 #: model -> (settings the command line can give, further Python-only settings, sweeps between
 #: checkpoints, total sweeps). The growing models checkpoint every sweep and start with capacities
 #: about as large as their chains need, so that they grow a few sweeps in: HDP and DP-MRM from
-#: their default capacities (16 topics, 8 tables per document; DP-MRM's 2 topics per label, 8
-#: tables), DPMM from 2 cluster slots (on the command line its default incremental start fills
+#: their default capacities (16 topics, 8 tables per document; DP-MRM's 2 topics per label,
+#: and 8 tables), DPMM from 2 cluster slots (on the command line its default incremental start fills
 #: them in the first sweep, so there the checkpoints hold a grown state; in Python it starts
 #: from one cluster and grows later). LDA learns alpha, and HDP on the command line splits and
 #: merges topics, across the kill too (in Python it does not: its compilation is the slowest).
@@ -129,7 +129,7 @@ CASES = {
     "ptm": (dict(num_topics=3, num_pseudo_docs=4), {}, 2, 8),
     "dmm": (dict(num_clusters=4), {}, 2, 8),
     "dpmm": (dict(alpha=4.0, capacity=2), dict(init="one"), 1, 8),
-    "dpmrm": (dict(alpha=4.0, gamma=2.0, initial_topics=1), {}, 1, 8),
+    "dpmrm": (dict(alpha=4.0, gamma=2.0, initial_topics=1, table_capacity=8), {}, 1, 8),
     # the default direct-assignment kernel from 2 topic slots (from 16 these chains never grow)
     "hdp": (dict(alpha=4.0, gamma=2.0, topic_capacity=2), dict(split_merge_steps=0), 1, 8),
 }

@@ -54,7 +54,8 @@ step) then its tables (label-and-topic step):
 
 - ``"sequential"``: exact collapsed Gibbs, document by document in corpus order. A document's
   steps run on a *view* of the global counts (its own words' rows of the word-topic table, the
-  topic and label totals) that is exact throughout; topics it opens live in private slots of the
+  topic and label totals, over the topics its labels own: every other topic has weight zero;
+  ``dpmrm_views``) that is exact throughout; topics it opens live in private slots of the
   view and get global slots when the document is written back (slot identity is irrelevant to
   the partition, so this is exact).
 - ``"parallel"`` (default): documents are dealt round-robin into ``num_blocks`` blocks
@@ -124,7 +125,6 @@ from ..ops import (
     concentration_groups,
     count_table,
     dirichlet_multinomial_log_evidence,
-    exchange,
     log_rising_factorial,
     shard_sum,
     shared_key,
@@ -420,6 +420,13 @@ def _params_in_use(state: State, params: Params) -> Params:
     return params._replace(alpha=float(alpha), gamma=float(gamma))
 
 
+#: table slots per document to start with (automatic table_capacity), at most the longest
+#: document's tokens: a document's first sweeps open tables (alpha = 1 on Tweet's ~20-token
+#: texts reached 9-16), and each growth compiles the sweep again (~5 s on a 2-core CPU), where
+#: the extra slots cost ~1 % of a sweep (the table loop stops at a block's last used slot)
+_INITIAL_TABLES = 32
+
+
 @partial(jax.jit, static_argnums=(2,))     # one compilation, not one per eager op
 def init(key: Array, data: Data, params: Params) -> State:
     """Initial state, LDA-like: every label owns ``initial_topics`` topics (slots label * I + i);
@@ -431,7 +438,7 @@ def init(key: Array, data: Data, params: Params) -> State:
     per_label = params.initial_topics
     c_cap = max(params.topic_capacity or 2 * num_labels * per_label, num_labels * per_label)
     # a document uses at most min(its tokens, its labels x initial_topics) tables
-    t_cap = min(max(params.table_capacity or 8, r * per_label), _table_cap(data))
+    t_cap = min(max(params.table_capacity or _INITIAL_TABLES, r * per_label), _table_cap(data))
     k_label, k_topic = jax.random.split(key)
     per_doc = jnp.sum(data.label_mask, axis=1)[data.doc]
     slot = jnp.minimum((jax.random.uniform(k_label, (n,)) * per_doc).astype(jnp.int32), per_doc - 1)
@@ -463,9 +470,11 @@ def grow(state: State, data: Data, params: Params) -> State:
     t_cap, c_cap = state.dish.shape[1], state.topic.shape[0]
     tables_used = int(jnp.max(jnp.sum(state.table_size > 0, axis=1)))
     topics_used = int(jnp.sum(state.topic_tables > 0))
+    width = label_width(c_cap, state.label_tables.shape[0])
     can_t = t_cap < _table_cap(data)
     grow_t = can_t and 2 * tables_used >= t_cap
-    grow_c = 2 * topics_used >= c_cap
+    # a label near its view's width (dpmrm_views.label_width grows with C)
+    grow_c = 2 * topics_used >= c_cap or 2 * int(label_topics(state, width)[1]) > width
     if not (grow_t or grow_c):
         grow_t, grow_c = can_t, True
     new_t = min(2 * t_cap, _table_cap(data)) if grow_t else t_cap
@@ -711,83 +720,10 @@ def _update_docs(docs: _Doc, locs: _Local, views: _View, u_tok: Array, u_tab: Ar
         locs, views, logd = carry
         return table(docs, locs, views, logd, counts, prev, rank, u_tab[:, t], t)
 
-    locs, views, _ = jax.lax.fori_loop(0, locs.size.shape[1], table_body, (locs, views, logd))
+    # table slots past the block's last non-empty one stay empty: their steps are no-ops
+    used = jnp.max(jnp.where(locs.size > 0, jnp.arange(locs.size.shape[1]) + 1, 0))
+    locs, views, _ = jax.lax.fori_loop(0, used, table_body, (locs, views, logd))
     return locs, views, overflow
-
-
-def _gather_views(state: State, docs: _Doc, private: int) -> _View:
-    """Views of the global counts for a batch of documents, with `private` empty slots each."""
-    b = docs.length.shape[0]
-
-    def pad(x):
-        return jnp.concatenate([jnp.broadcast_to(x, (b,) + x.shape),
-                                jnp.zeros((b, private), x.dtype)], axis=-1)
-
-    wt = jnp.concatenate([state.word_topic[docs.words],
-                          jnp.zeros(docs.words.shape + (private,), jnp.int32)], axis=-1)
-    return _View(wt, pad(state.topic), pad(state.topic_tables), pad(state.topic_label),
-                 jnp.broadcast_to(state.label_tables, (b,) + state.label_tables.shape))
-
-
-def _gather(state: State, docs: _Doc, idx: Array, private: int) -> tuple[_Local, _View]:
-    """The block's documents' local states and views of the global counts (P private slots)."""
-    n = state.table.shape[0]
-    tab = jnp.where(docs.inside, state.table[jnp.minimum(docs.pos, n - 1)], 0)
-    loc = _Local(tab, state.table_size[idx], state.dish[idx], state.doc_label_tables[idx])
-    return loc, _gather_views(state, docs, private)
-
-
-def _write_back(state: State, idx: Array, docs: _Doc, old_loc: _Local, old_view: _View,
-                loc: _Local, view: _View, axis_name: str | None = None
-                ) -> tuple[State, Array, Array]:
-    """Apply a block's moves to the global state: the summed count changes of the global topic
-    slots, then the private topics each get a free global slot (documents in block order, slots
-    in increasing order). Returns (state, tokens whose topic changed, overflow: too few free
-    topic slots).
-
-    Sharded (`axis_name`): the block's moves of every shard are exchanged (``ops.exchange``) and
-    applied in shard order, then block order, identically on every shard (the copies of the
-    global tables stay equal, private topics get the same slots everywhere); the per-document
-    tables are this shard's documents' only. `changed` counts this shard's tokens."""
-    b, _, cv = view.wt.shape
-    c = state.topic.shape[0]
-    p = cv - c
-    # every document's count changes of every topic slot (private slots: their counts)
-    words, d_wt, d_nt, d_mt, d_ml, new_tl = exchange(
-        axis_name, docs.words, view.wt - old_view.wt, view.nt - old_view.nt,
-        view.mt - old_view.mt, view.ml - old_view.ml, view.tl[:, c:])
-    every = words.shape[0]                            # documents of the block over all shards
-    word_topic = state.word_topic.at[words.reshape(-1)].add(d_wt[:, :, :c].reshape(-1, c))
-    topic = state.topic + jnp.sum(d_nt[:, :c], axis=0)
-    topic_tables = state.topic_tables + jnp.sum(d_mt[:, :c], axis=0)
-    label_tables = state.label_tables + jnp.sum(d_ml, axis=0)
-    live = (d_mt[:, c:] > 0).reshape(-1)
-    free = topic_tables == 0
-    free_slots = jnp.nonzero(free, size=every * p, fill_value=c)[0]
-    rank = jnp.cumsum(live.astype(jnp.int32)) - 1
-    fits = rank < jnp.sum(free)
-    target = jnp.where(live & fits, free_slots[jnp.clip(rank, 0, every * p - 1)], c).reshape(every, p)
-    overflow = jnp.any(live & ~fits)
-    word_topic = word_topic.at[words[:, :, None], target[:, None, :]].add(d_wt[:, :, c:], mode="drop")
-    topic = topic.at[target].add(d_nt[:, c:], mode="drop")
-    topic_tables = topic_tables.at[target].add(d_mt[:, c:], mode="drop")
-    topic_label = state.topic_label.at[target].set(new_tl, mode="drop")
-    topic_label = jnp.where(topic_tables > 0, topic_label, 0)
-    if axis_name is not None:                          # this shard's documents' rows
-        target = jax.lax.dynamic_slice_in_dim(target, jax.lax.axis_index(axis_name) * b, b)
-    dish = jnp.where(loc.dish >= c,
-                     jnp.take_along_axis(target, jnp.clip(loc.dish - c, 0, p - 1), axis=1), loc.dish)
-    dish = jnp.where(loc.size > 0, dish, 0)
-    before = jnp.take_along_axis(old_loc.dish, old_loc.tab, axis=1)
-    after = jnp.take_along_axis(dish, loc.tab, axis=1)
-    changed = jnp.sum(docs.inside & (before != after), dtype=jnp.int32)
-    state = state._replace(
-        table=state.table.at[docs.pos].set(loc.tab, mode="drop"),
-        dish=state.dish.at[idx].set(dish), table_size=state.table_size.at[idx].set(loc.size),
-        doc_label_tables=state.doc_label_tables.at[idx].set(loc.mjr),
-        topic_label=topic_label, topic_tables=topic_tables, label_tables=label_tables,
-        word_topic=word_topic, topic=topic)
-    return state, changed, overflow
 
 
 def _blocked_sweep(key: Array, state: State, data: Data, params: Params, blocks: Array,
@@ -808,17 +744,24 @@ def _blocked_sweep(key: Array, state: State, data: Data, params: Params, blocks:
     u_tab = jax.random.uniform(k_tab, state.dish.shape)
     conc = _in_use(state, params)
 
+    width = label_width(c_glob, state.label_tables.shape[0])
+
     def block(carry, xs):
         st, changed, overflow = carry
         idx, ok = xs
         idx = jnp.where(ok, idx, data.doc_start.shape[0] - 1)
         docs = _doc_inputs(data, idx)
-        loc, view = _gather(st, docs, idx, t_cap)
+        # each document sees its labels' topics only (dpmrm_views): a label owning more topics
+        # than the view has columns for overflows the sweep (redone after ``grow``)
+        slots, most = label_topics(st, width)
+        cols = document_columns(slots, docs, c_glob)
+        loc, view = gather(st, docs, idx, t_cap, cols)
         new_loc, new_view, over = _update_docs(
-            docs, loc, view, u_tok[jnp.minimum(docs.pos, n - 1)], u_tab[idx], params, v, c_glob,
-            conc)
-        st, moved, lost = _write_back(st, idx, docs, loc, view, new_loc, new_view, axis_name)
-        return (st, changed + moved, overflow | jnp.any(over) | lost), None
+            docs, loc, view, u_tok[jnp.minimum(docs.pos, n - 1)], u_tab[idx], params, v,
+            cols.shape[1], conc)
+        st, moved, lost = write_back(st, idx, docs, cols, loc, view, new_loc, new_view,
+                                     axis_name)
+        return (st, changed + moved, overflow | jnp.any(over) | lost | (most > width)), None
 
     (state, changed, overflow), _ = jax.lax.scan(
         block, (state, jnp.int32(0), jnp.bool_(False)), (blocks, valid))
@@ -985,6 +928,8 @@ from .dpmrm_shards import (  # noqa: E402,F401
     check_shard_params, pad_shard, recount_shard, shard_sizes)
 from .dpmrm_readouts import (  # noqa: E402,F401
     _active_order, _distributions, _label_weights, assignments, estimate)
+from .dpmrm_views import (  # noqa: E402
+    document_columns, gather, label_topics, label_width, write_back)
 from . import dpmrm_held_out as _held_out  # noqa: E402
 from .dpmrm_held_out import (  # noqa: E402,F401
     fold_in, held_out_doc_log_likelihood, held_out_log_likelihood)

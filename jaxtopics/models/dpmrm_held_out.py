@@ -14,8 +14,9 @@ from jax import Array
 
 from ..errors import LabelWarning, ParameterError, warn_caller
 from ..ops import chunked_map, strided_blocks
-from .dpmrm import (Data, Params, State, _Doc, _doc_inputs, _gather_views, _label_weight, _Local,
-                    _params_in_use, _sizes, _table_cap, _update_docs, _View)
+from .dpmrm import (Data, Params, State, _Doc, _doc_inputs, _label_weight, _Local, _params_in_use,
+                    _sizes, _table_cap, _update_docs, _View)
+from .dpmrm_views import gather_views
 from .dpmrm_readouts import _active_order, _distributions
 
 __all__ = ["fold_in", "held_out_log_likelihood", "held_out_doc_log_likelihood"]
@@ -76,7 +77,7 @@ def _fold_in_theta(key: Array, state: State, new_data: Data, params: Params, num
         u0 = jax.random.uniform(jax.random.fold_in(key, 0), (n,))[jnp.minimum(docs.pos, n - 1)]
         tab = jnp.where(docs.inside,
                         jnp.minimum((u0 * per_doc[:, None]).astype(jnp.int32), per_doc[:, None] - 1), 0)
-        base = _gather_views(state, docs, t_cap)
+        base = gather_views(state, docs, t_cap)
         dish = jnp.zeros((b, t_cap), jnp.int32).at[:, :r].set(c_glob + jnp.arange(r))
         tl = base.tl.at[:, c_glob:c_glob + r].set(docs.labels)
         loc, view = jax.vmap(_own_counts)(docs, tab, dish, base._replace(tl=tl))
