@@ -51,6 +51,9 @@ GAMMA = Option("--gamma", "gamma", float, "DP concentration: hdp's corpus-level 
 SPLIT_MERGE_STEPS = Option("--split-merge-steps", "split_merge_steps", int,
                            "split-merge moves per sweep (hdp: of topics, default 10; slda: of "
                            "two topics' sentences, default 1; 0: none)")
+TOPIC_CAPACITY = Option("--topic-capacity", "topic_capacity", int,
+                        "starting number of topic slots, grown when full (hdp, dpmrm; 0: "
+                        "automatic)")
 INITIAL_TOPICS = Option("--initial-topics", "initial_topics", int,
                         "topics of the random initial state (hdp, dpmrm)")
 # sampled Dirichlet-process concentrations (``jaxtopics.sampled_concentrations``), the same flags
@@ -109,8 +112,7 @@ MODEL_OPTIONS: dict[str, tuple[Option, ...]] = {
     "dpmrm": (GAMMA,
               Option("--eta", "eta", float, "Dirichlet over a document's labels (dpmrm)"),
               INITIAL_TOPICS, NUM_BLOCKS,
-              Option("--topic-capacity", "topic_capacity", int,
-                     "starting number of topic slots, grown when full (dpmrm; 0: automatic)"),
+              TOPIC_CAPACITY,
               Option("--table-capacity", "table_capacity", int,
                      "starting number of table slots per document, grown when full (dpmrm; 0: "
                      "automatic, 32 or the longest document's tokens)"),
@@ -126,7 +128,6 @@ MODEL_OPTIONS: dict[str, tuple[Option, ...]] = {
                    "the split-merge moves run in a sweep with probability 1/E (hdp; 0: "
                    "automatic, 4 for the direct-assignment samplers parallel and sequential, "
                    "1 for crf and crf_sequential)"),
-            Option("--topic-capacity", "topic_capacity", int,
-                   "starting number of topic slots, grown when full (hdp; 0: automatic)"),
+            TOPIC_CAPACITY,
             *CONCENTRATIONS),
 }
