@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 _EPS = 1e-6          # split proposals draw v ~ U(eps, 1 - eps)
 _SCANS = 2           # intermediate restricted Gibbs scans of a split-merge launch state
+_CANDIDATES = 256    # uniform tokens tried for an anchor b of a's topic (`_choose_pair`)
 _F32 = jnp.float32
 
 
@@ -177,25 +178,42 @@ def _draw_log_pi(key: Array, st: State) -> Array:
 def _choose_pair(key: Array, z: Array, tk: _Tokens) -> tuple[Array, Array]:
     """(SM3) The anchors a, b (global token numbers): a uniform; b uniform among the other
     tokens of a's topic with probability 1/2 (when it has others), else among all other
-    tokens. Sharded: the ranks over all shards, the same on every shard."""
+    tokens. Sharded: the ranks over all shards, the same on every shard. On one device, b of
+    a's topic is first looked for among `_CANDIDATES` uniform tokens (the first that is of a's
+    topic and not a: uniform among those, whichever candidates hit); only when none is the
+    r-th such token found by a running count over all N (uniform too, so b's law is the
+    same, without the O(N) prefix sum in most attempts)."""
     u_sel = jax.random.uniform(key, (3,))
     ra = uniform_index(u_sel[0], tk.n_all)
-    same = (z == _token_at(z, ra, tk)) & tk.real
+    ka = _token_at(z, ra, tk)
+    same = (z == ka) & tk.real
     rb_any = uniform_index(u_sel[1], tk.n_all - 1)
     rb_any = rb_any + (rb_any >= ra)
     stats = jnp.stack([jnp.sum(same, dtype=jnp.int32), jnp.sum(same & (tk.tok < ra), dtype=jnp.int32)])
     same_before, stats, _ = shard_prefix(stats, tk.axis_name)
     n_same = stats[0]                                   # tokens of a's topic, a included
-    r_same = uniform_index(u_sel[1], n_same - 1)
-    r_same = r_same + (r_same >= stats[1])
-    rb_same = jnp.searchsorted(jnp.cumsum(same, dtype=jnp.int32) + same_before[0], r_same + 1,
-                               side="left")
-    if tk.axis_name is not None:                        # the shard holding it: its number
-        found = (same_before[0] <= r_same) & (r_same < same_before[0] + jnp.sum(same))
-        last = tk.tok.shape[0] - 1
-        rb_same = jax.lax.psum(jnp.where(found, tk.tok[jnp.minimum(rb_same, last)], 0),
-                               tk.axis_name)
-    rb = jnp.where((u_sel[2] < 0.5) & (n_same > 1), rb_same, rb_any).astype(jnp.int32)
+    want_same = (u_sel[2] < 0.5) & (n_same > 1)
+
+    def by_rank():                                      # the r-th other token of a's topic
+        r_same = uniform_index(u_sel[1], n_same - 1)
+        r_same = r_same + (r_same >= stats[1])
+        rb = jnp.searchsorted(jnp.cumsum(same, dtype=jnp.int32) + same_before[0], r_same + 1,
+                              side="left").astype(jnp.int32)
+        if tk.axis_name is not None:                    # the shard holding it: its number
+            found = (same_before[0] <= r_same) & (r_same < same_before[0] + jnp.sum(same))
+            last = tk.tok.shape[0] - 1
+            rb = jax.lax.psum(jnp.where(found, tk.tok[jnp.minimum(rb, last)], 0), tk.axis_name)
+        return rb
+
+    if tk.axis_name is None:
+        cand = uniform_index(jax.random.uniform(jax.random.fold_in(key, 1), (_CANDIDATES,)),
+                             tk.n_all)
+        hit = (z[cand] == ka) & (cand != ra)
+        first = cand[jnp.argmax(hit)].astype(jnp.int32)
+        rb_same = jax.lax.cond(want_same & ~jnp.any(hit), by_rank, lambda: first)
+    else:
+        rb_same = by_rank()
+    rb = jnp.where(want_same, rb_same, rb_any).astype(jnp.int32)
     return ra, rb
 
 
@@ -364,26 +382,29 @@ def _apply_move(c: tuple, mv: _Move, in_b: Array, kb_new: Array, group_a: tuple,
             changed.at[ka].set(True).at[kb_new].set(True))
 
 
-def _compact_proposal(proposal, mv: _Move, tk: _Tokens, z: Array, cap: int) -> tuple[Array, Array]:
-    """`proposal(mv, tk, z)` on the pair's tokens only (S and the anchors: SM5 and SM6 read no
+def _compact_proposal(proposal, mv: _Move, tk: _Tokens, z: Array, cap: int) -> tuple:
+    """`proposal(mv, tk, z)` on the pair's tokens only (S and the anchors: SM5-SM7 read no
     other token) when every shard holds at most `cap` of them, gathered into [cap] arrays
-    (padding: in no group, counted nowhere), the split scattered back to [N]; else on all
-    tokens. The same draws either way (they are per document): the same move, ~N / cap times
-    cheaper for a pair of small topics."""
+    (padding: in no group, counted nowhere; one running count places them), the split
+    scattered back to [N]; else on all tokens. The same draws either way (they are per
+    document) and the same integer counts: the same move, ~N / cap times cheaper for a pair
+    of small topics. Returns (in_b [N], what `proposal` returns besides its split)."""
     n = z.shape[0]
     group = mv.member | mv.anchors
-    over = shard_sum((jnp.sum(group, dtype=jnp.int32) > cap).astype(jnp.int32), tk.axis_name)
+    at_rank = jnp.cumsum(group, dtype=jnp.int32) - 1
+    over = shard_sum((at_rank[-1] >= cap).astype(jnp.int32), tk.axis_name)
 
     def small(_):
-        idx = jnp.nonzero(group, size=cap, fill_value=n)[0]
+        idx = jnp.full(cap, n, jnp.int32).at[jnp.where(group, at_rank, cap)].set(
+            jnp.arange(n, dtype=jnp.int32), mode="drop")
         ok = idx < n
         at = jnp.minimum(idx, n - 1)
         sub = tk._replace(doc=tk.doc[at], word=tk.word[at], doc_word=tk.doc_word[at],
                           real=tk.real[at] & ok, tok=jnp.where(ok, tk.tok[at], -1),
                           num_pairs=tk.num_pairs or n)
-        in_b, logq = proposal(mv._replace(member=mv.member[at] & ok, anchors=mv.anchors[at] & ok),
-                              sub, z[at])
-        return jnp.zeros(n, bool).at[idx].set(in_b & ok, mode="drop"), logq
+        in_b, *rest = proposal(mv._replace(member=mv.member[at] & ok,
+                                           anchors=mv.anchors[at] & ok), sub, z[at])
+        return (jnp.zeros(n, bool).at[idx].set(in_b & ok, mode="drop"), *rest)
 
     return jax.lax.cond(over == 0, small, lambda _: proposal(mv, tk, z), None)
 
@@ -402,19 +423,22 @@ def _attempt(i: Array, carry: tuple, k_att: Array, k_local: Array, tk: _Tokens,
     _, _, k3, k4, _, _ = jax.random.split(jax.random.fold_in(k_local, i), 6)    # per shard
     ra, rb = _choose_pair(k1, z, tk)
     mv = _propose(k5, z, log_pi, ra, rb, alpha, tk)
-    def proposal(mv, tk, z):                       # SM5, SM6: the split proposed, log q
+    def proposal(mv, tk, z):                       # SM5, SM6: the split proposed, log q; SM7
         in_b = _launch_state(k3, jax.random.fold_in(k4, 0), mv, tk, beta, vb, max_round)
         un = _units(mv, tk)
-        for r in range(_SCANS):                    # intermediate scans: not part of q
-            in_b, _ = _restricted_scan(jax.random.fold_in(k4, r + 1), in_b, z, mv, un, tk, beta,
-                                       vb, False)
-        return _restricted_scan(k4, in_b, z, mv, un, tk, beta, vb, True)
+
+        def scan(r, in_b):                         # intermediate scans: not part of q
+            return _restricted_scan(jax.random.fold_in(k4, r + 1), in_b, z, mv, un, tk, beta,
+                                    vb, False)[0]
+        in_b = jax.lax.fori_loop(0, _SCANS, scan, in_b)
+        in_b, logq = _restricted_scan(k4, in_b, z, mv, un, tk, beta, vb, True)
+        return (in_b, logq) + _log_split_ratio(in_b, mv, tk, alpha, gamma, beta)
 
     if compact is None:
-        in_b, logq = proposal(mv, tk, z)
+        in_b, logq, log_ratio, log_pk, group_a, group_b = proposal(mv, tk, z)
     else:
-        in_b, logq = _compact_proposal(proposal, mv, tk, z, compact)
-    log_ratio, log_pk, group_a, group_b = _log_split_ratio(in_b, mv, tk, alpha, gamma, beta)
+        in_b, logq, log_ratio, log_pk, group_a, group_b = _compact_proposal(
+            proposal, mv, tk, z, compact)
     log_accept = _log_acceptance(mv, log_ratio, logq, log_pk, group_a[1], group_b[1], tk.n_all)
     accept = jnp.log(jax.random.uniform(k6)) < log_accept
     free = topic == 0
