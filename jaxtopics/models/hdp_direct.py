@@ -100,7 +100,7 @@ MODEL_NAME = "hdp"
 #: this module's kernels (``hdp.SAMPLERS`` lists every HDP kernel)
 SAMPLERS = ("parallel", "sequential")
 #: ``Params.split_merge_every = 0``: the moves run in a sweep with probability 1 / this
-SPLIT_MERGE_EVERY = 4
+SPLIT_MERGE_EVERY = 8
 _F32 = jnp.float32
 #: vectorised rounds of a split-merge launch state (``hdp_split_merge.split_merge_moves``)
 LAUNCH_ROUNDS = 4
