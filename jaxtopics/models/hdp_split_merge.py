@@ -306,27 +306,25 @@ def _scan_log_odds(in_b: Array, mv: _Move, un: _Units, tk: _Tokens, beta: float,
 
 
 def _restricted_scan(key: Array, in_b: Array, z: Array, mv: _Move, un: _Units, tk: _Tokens,
-                     beta: float, vb: float, final: bool) -> tuple[Array, Array]:
+                     beta: float, vb: float, final: Array) -> tuple[Array, Array]:
     """(SM6) One restricted Gibbs scan: every unit re-allocated at once from `_scan_log_odds`.
     Returns the new allocation [N] and log q, the log probability of the units' draws. The
-    `final` scan of a merge is not drawn but set to the present split, q its probability
-    (0 unless each unit lies in one of the two topics)."""
+    `final` scan (a traced flag: one compiled scan serves all) of a merge is not drawn but set
+    to the present split, q its probability (0 unless each unit lies in one of the two
+    topics)."""
     diff = _scan_log_odds(in_b, mv, un, tk, beta, vb)
     log_b, log_a = jax.nn.log_sigmoid(diff), jax.nn.log_sigmoid(-diff)
     unit_b = jnp.log(jax.random.uniform(key, (tk.num_docs,))) < log_b
-    if final:
-        present = jax.ops.segment_sum((mv.member & (z == mv.kb)).astype(jnp.int32), tk.doc,
-                                      num_segments=tk.num_docs)
-        coherent = jnp.all((present == 0) | (present == un.size))
-        if tk.axis_name is not None:
-            coherent = jax.lax.psum(1 - coherent.astype(jnp.int32), tk.axis_name) == 0
-        unit_b = jnp.where(mv.split, unit_b, present > 0)
+    present = jax.ops.segment_sum((mv.member & (z == mv.kb)).astype(jnp.int32), tk.doc,
+                                  num_segments=tk.num_docs)
+    coherent = jnp.all((present == 0) | (present == un.size))
+    if tk.axis_name is not None:
+        coherent = jax.lax.psum(1 - coherent.astype(jnp.int32), tk.axis_name) == 0
+    unit_b = jnp.where(final & ~mv.split, present > 0, unit_b)
     to_b = jnp.where(mv.member, unit_b[tk.doc], in_b)
     logq = shard_sum(jnp.sum(jnp.where(un.size > 0, jnp.where(unit_b, log_b, log_a), 0.0)),
                      tk.axis_name)
-    if final:
-        logq = jnp.where(mv.split | coherent, logq, -jnp.inf)
-    return to_b, logq
+    return to_b, jnp.where(final & ~(mv.split | coherent), -jnp.inf, logq)
 
 
 def _log_split_ratio(in_b: Array, mv: _Move, tk: _Tokens, alpha: Array, gamma: Array,
@@ -427,11 +425,10 @@ def _attempt(i: Array, carry: tuple, k_att: Array, k_local: Array, tk: _Tokens,
         in_b = _launch_state(k3, jax.random.fold_in(k4, 0), mv, tk, beta, vb, max_round)
         un = _units(mv, tk)
 
-        def scan(r, in_b):                         # intermediate scans: not part of q
-            return _restricted_scan(jax.random.fold_in(k4, r + 1), in_b, z, mv, un, tk, beta,
-                                    vb, False)[0]
-        in_b = jax.lax.fori_loop(0, _SCANS, scan, in_b)
-        in_b, logq = _restricted_scan(k4, in_b, z, mv, un, tk, beta, vb, True)
+        def scan(r, c):            # _SCANS intermediate scans (q unused), then the proposal
+            return _restricted_scan(jax.random.fold_in(k4, r + 1), c[0], z, mv, un, tk, beta,
+                                    vb, r == _SCANS)
+        in_b, logq = jax.lax.fori_loop(0, _SCANS + 1, scan, (in_b, jnp.float32(0.0)))
         return (in_b, logq) + _log_split_ratio(in_b, mv, tk, alpha, gamma, beta)
 
     if compact is None:
