@@ -178,11 +178,11 @@ def _draw_log_pi(key: Array, st: State) -> Array:
 def _choose_pair(key: Array, z: Array, tk: _Tokens) -> tuple[Array, Array]:
     """(SM3) The anchors a, b (global token numbers): a uniform; b uniform among the other
     tokens of a's topic with probability 1/2 (when it has others), else among all other
-    tokens. Sharded: the ranks over all shards, the same on every shard. On one device, b of
-    a's topic is first looked for among `_CANDIDATES` uniform tokens (the first that is of a's
-    topic and not a: uniform among those, whichever candidates hit); only when none is the
-    r-th such token found by a running count over all N (uniform too, so b's law is the
-    same, without the O(N) prefix sum in most attempts)."""
+    tokens. Sharded: the ranks over all shards, the same on every shard. b of a's topic is
+    first looked for among `_CANDIDATES` uniform tokens (the first that is of a's topic and
+    not a: uniform among those, whichever candidates hit); only when none is, it is the r-th
+    such token found by a running count over all N (uniform too, so b's law is the same,
+    without the O(N) prefix sum in most attempts)."""
     u_sel = jax.random.uniform(key, (3,))
     ra = uniform_index(u_sel[0], tk.n_all)
     ka = _token_at(z, ra, tk)
@@ -205,14 +205,17 @@ def _choose_pair(key: Array, z: Array, tk: _Tokens) -> tuple[Array, Array]:
             rb = jax.lax.psum(jnp.where(found, tk.tok[jnp.minimum(rb, last)], 0), tk.axis_name)
         return rb
 
+    cand = uniform_index(jax.random.uniform(jax.random.fold_in(key, 1), (_CANDIDATES,)), tk.n_all)
     if tk.axis_name is None:
-        cand = uniform_index(jax.random.uniform(jax.random.fold_in(key, 1), (_CANDIDATES,)),
-                             tk.n_all)
-        hit = (z[cand] == ka) & (cand != ra)
-        first = cand[jnp.argmax(hit)].astype(jnp.int32)
-        rb_same = jax.lax.cond(want_same & ~jnp.any(hit), by_rank, lambda: first)
-    else:
-        rb_same = by_rank()
+        z_cand = z[cand]
+    else:                          # the shard holding a candidate (its real tokens are numbered
+        local = cand - tk.tok[0]   # from tok[0] on) gives its topic, the others 0
+        at = jnp.clip(local, 0, z.shape[0] - 1)
+        mine = (local >= 0) & (local < z.shape[0]) & tk.real[at]
+        z_cand = jax.lax.psum(jnp.where(mine, z[at], 0), tk.axis_name)
+    hit = (z_cand == ka) & (cand != ra)
+    first = cand[jnp.argmax(hit)].astype(jnp.int32)
+    rb_same = jax.lax.cond(want_same & ~jnp.any(hit), by_rank, lambda: first)
     rb = jnp.where(want_same, rb_same, rb_any).astype(jnp.int32)
     return ra, rb
 
