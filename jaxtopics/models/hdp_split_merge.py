@@ -240,16 +240,24 @@ def _propose(key: Array, z: Array, log_pi: Array, ra: Array, rb: Array, alpha: A
 def _launch_round(c: tuple, tok_round: Array, u_unit: Array, tk: _Tokens, beta: float,
                   vb: float) -> tuple:
     """(SM5) One round j of the launch: its units, at once, to A or B given the groups so far;
-    c = (j, words of A [V], n_A, words of B [V], n_B, [N] in B) -> the next round's."""
+    c = (j, words of A [V], n_A, words of B [V], n_B, [N] in B) -> the next round's. The log
+    predictives are taken per word and gathered (V logs, not N), and the round's tokens
+    counted into both groups by one scatter."""
     j, wa, na, wb, nb, in_b = c
     now = tok_round == j
-    fit_a = _log_f(wa[tk.word], na, beta, vb)
-    fit_b = _log_f(wb[tk.word], nb, beta, vb)
-    diff = jax.ops.segment_sum(jnp.where(now, fit_b - fit_a, 0.0), tk.doc, num_segments=tk.num_docs)
+    fit = (_log_f(wb, nb, beta, vb) - _log_f(wa, na, beta, vb))[tk.word]
+    diff = jax.ops.segment_sum(jnp.where(now, fit, 0.0), tk.doc, num_segments=tk.num_docs)
     unit_b = jnp.log(u_unit) < jax.nn.log_sigmoid(diff)
     to_b = now & unit_b[tk.doc]
-    ga, gb = _group_counts(now & ~to_b, tk), _group_counts(now & to_b, tk)
-    return j - 1, wa + ga[0], na + ga[2], wb + gb[0], nb + gb[2], in_b | to_b
+    v = tk.num_words
+    counts = jnp.zeros(2 * v + 2, jnp.int32).at[
+        jnp.where(now, tk.word + v * to_b, 2 * v + to_b)].add(now.astype(jnp.int32))
+    counts = counts.at[2 * v].set(jnp.sum(now & ~to_b, dtype=jnp.int32)).at[2 * v + 1].set(
+        jnp.sum(now & to_b, dtype=jnp.int32))
+    if tk.axis_name is not None:
+        counts = jax.lax.psum(counts, tk.axis_name)
+    return (j - 1, wa + counts[:v], na + counts[2 * v], wb + counts[v:2 * v],
+            nb + counts[2 * v + 1], in_b | to_b)
 
 
 def _launch_state(key_round: Array, key_unit: Array, mv: _Move, tk: _Tokens, beta: float,
