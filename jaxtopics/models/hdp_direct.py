@@ -46,6 +46,12 @@ Kernels (``Params.sampler``):
   is the exact sequential sampler.
 - ``"sequential"``: exact, token by token in corpus order (the same step, blocks of one token).
 
+Both draw (Z) over the first W slots only: W the narrowest of a few widths (16, 24, 32, 48,
+64, ..., K: `_draw_widths`) holding every used slot and the new-topic slot at the block's
+start. The slots past W are free (no tokens, weight 0), so (Z) gives them probability exactly 0:
+the same draw, at the cost of the topics in use (new topics take the first free slots, so used
+slots stay near the front) instead of the capacity.
+
 Each sweep runs, in order: with probability 1 / E (E = ``split_merge_every``; 0: automatic,
 `SPLIT_MERGE_EVERY`) the ``split_merge_steps`` exact split-merge moves of whole topics
 (``hdp_split_merge.split_merge_moves``, Jain & Neal 2004: on z given pi = beta, the weights
