@@ -415,3 +415,34 @@ def test_split_merge_anchors_follow_the_selection_law(candidates: int, monkeypat
                 probs[a, b] = (0.5 * (zn[a] == zn[b]) / (size[a] - 1) + 0.5 / (n - 1)) / n
     ok, msg = _accepts(counts, probs.reshape(-1))
     assert ok, f"{candidates} candidates: {msg}"
+
+
+def test_merges_refused_by_their_bound_are_the_moves_of_full_attempts() -> None:
+    """A merge whose present split alone refuses it skips its proposal (``bound_merges``, the
+    default): the same moves as attempts that draw every proposal, on the pair's gathered
+    tokens and on all of them, from a 40-topic random state (mostly merges, mostly refused)
+    and from 4 topics (mostly splits), 8 seeds each."""
+    from jaxtopics.datasets import synthetic_lda
+    from jaxtopics.models.hdp_split_merge import split_merge_moves
+
+    corpus = synthetic_lda(num_docs=100, num_words=200, num_topics=6, mean_doc_length=30,
+                           alpha=0.2, beta=0.05, seed=0).corpus
+    params = hdp.check_params(hdp.Params(split_merge_steps=10, topic_capacity=64))
+    data = hd.prepare(corpus, params)
+    n = corpus.num_tokens
+    keys = jax.random.split(jax.random.key(1), 8)
+    for k0 in (40, 4):
+        st = hd.init(jax.random.key(0), data, params._replace(initial_topics=k0))
+        log_pi = jnp.where(st.topic_weight > 0, jnp.log(st.topic_weight), -jnp.inf)
+        for compact in (None, n // hd.COMPACT_SHARE):
+            def moves(bound):
+                return jax.jit(jax.vmap(lambda k: split_merge_moves(
+                    k, k, st.z[:n], st.word_topic, st.topic, log_pi, (st.alpha, st.gamma), data,
+                    params, 10, corpus.num_docs, None, launch_rounds=hd.LAUNCH_ROUNDS,
+                    compact=compact, bound_merges=bound)))(keys)
+            full, bounded = moves(False), moves(True)
+            for name, a, b in zip(("z", "word_topic", "topic", "log_pi", "changed", "accepted"),
+                                  full, bounded):
+                np.testing.assert_array_equal(np.asarray(a), np.asarray(b),
+                                              err_msg=f"{name}, {k0} topics, compact {compact}")
+            assert int(np.sum(full[5])) >= 1, (k0, compact)

@@ -344,8 +344,14 @@ def _log_split_ratio(in_b: Array, mv: _Move, tk: _Tokens, alpha: Array, gamma: A
     document terms, word evidence and the Jacobian pi_k of (pi_k, v) -> (pi_A, pi_B)).
     Returns it, log pi_k = log (pi_A + pi_B), and the (words, total) of A and of B."""
     group = mv.member | mv.anchors
-    wa, da, na = _group_counts(group & ~in_b, tk)
-    wb, db, nb = _group_counts(group & in_b, tk)
+    return _log_ratio_of_counts(_group_counts(group & ~in_b, tk), _group_counts(group & in_b, tk),
+                                mv, tk, alpha, gamma, beta)
+
+
+def _log_ratio_of_counts(group_a: tuple, group_b: tuple, mv: _Move, tk: _Tokens, alpha: Array,
+                         gamma: Array, beta: float) -> tuple[Array, Array, tuple, tuple]:
+    """`_log_split_ratio` given the (words [V], documents [D], total) of A and of B."""
+    (wa, da, na), (wb, db, nb) = group_a, group_b
     log_pk = jnp.logaddexp(mv.log_pa, mv.log_pb)
     log_ratio = (jnp.log(gamma) + 2.0 * log_pk - mv.log_pa - mv.log_pb        # prior, Jacobian
                  + _log_doc_terms(da, mv.log_pa, alpha, tk.axis_name)
@@ -353,6 +359,23 @@ def _log_split_ratio(in_b: Array, mv: _Move, tk: _Tokens, alpha: Array, gamma: A
                  - _log_doc_terms(da + db, log_pk, alpha, tk.axis_name)
                  + _dm_words(wa, beta) + _dm_words(wb, beta) - _dm_words(wa + wb, beta))
     return log_ratio, log_pk, (wa, na), (wb, nb)
+
+
+def _merge_refused_anyway(log_u: Array, mv: _Move, z: Array, word_topic: Array, topic: Array,
+                          tk: _Tokens, alpha: Array, gamma: Array, beta: float) -> Array:
+    """Whether a merge is refused whatever its proposal (SM5, SM6) turns out: its log
+    acceptance is log q + X (SM8) with log q <= 0 and X given by the present split alone (A,
+    B: the tokens of ka and of kb, counted in word_topic, topic and per document), so
+    log u >= X refuses it. The same decision as the full attempt (rounding is monotone), with
+    one pass over the tokens instead of the launch and the scans."""
+    docs = jax.ops.segment_sum(jnp.stack([z == mv.ka, z == mv.kb], 1).astype(jnp.int32)
+                               * tk.real[:, None], tk.doc, num_segments=tk.num_docs)
+    group_a = (word_topic[:, mv.ka], docs[:, 0], topic[mv.ka])
+    group_b = (word_topic[:, mv.kb], docs[:, 1], topic[mv.kb])
+    log_ratio, log_pk, _, _ = _log_ratio_of_counts(group_a, group_b, mv, tk, alpha, gamma, beta)
+    bound = _log_acceptance(mv, log_ratio, jnp.float32(0.0), log_pk, group_a[2], group_b[2],
+                            tk.n_all)
+    return ~(log_u < bound)
 
 
 def _log_acceptance(mv: _Move, log_ratio: Array, logq: Array, log_pk: Array, na: Array,
@@ -420,11 +443,12 @@ def _compact_proposal(proposal, mv: _Move, tk: _Tokens, z: Array, cap: int) -> t
 
 def _attempt(i: Array, carry: tuple, k_att: Array, k_local: Array, tk: _Tokens,
              conc: tuple[Array, Array], params: Params, max_round: int,
-             compact: int | None = None) -> tuple:
+             compact: int | None = None, bound_merges: bool = True) -> tuple:
     """Split-merge attempt i: choose the pair (SM3), propose (SM4), launch (SM5), scan (SM6),
     accept (SM7, SM8), apply (SM9). carry = (z [N], word_topic, topic, log_pi, changed [K],
     accepted, overflow); conc = (alpha, gamma); a split without a free topic is refused and
-    reported as overflow."""
+    reported as overflow. `bound_merges`: a merge that `_merge_refused_anyway` refuses skips
+    SM5 and SM6 (the same moves, tested)."""
     z, word_topic, topic, log_pi, changed, accepted, overflow = carry
     alpha, gamma = conc
     beta, vb = params.beta, params.beta * tk.num_words
@@ -442,13 +466,24 @@ def _attempt(i: Array, carry: tuple, k_att: Array, k_local: Array, tk: _Tokens,
         in_b, logq = jax.lax.fori_loop(0, _SCANS + 1, scan, (in_b, jnp.float32(0.0)))
         return (in_b, logq) + _log_split_ratio(in_b, mv, tk, alpha, gamma, beta)
 
-    if compact is None:
-        in_b, logq, log_ratio, log_pk, group_a, group_b = proposal(mv, tk, z)
-    else:
-        in_b, logq, log_ratio, log_pk, group_a, group_b = _compact_proposal(
-            proposal, mv, tk, z, compact)
+    def propose(_):
+        if compact is None:
+            return proposal(mv, tk, z)
+        return _compact_proposal(proposal, mv, tk, z, compact)
+
+    def refused(_):                                # the proposal not drawn: log q = -inf
+        words = jnp.zeros(word_topic.shape[0], jnp.int32)
+        return (jnp.zeros(z.shape[0], bool), jnp.float32(-jnp.inf), jnp.float32(0.0),
+                jnp.logaddexp(mv.log_pa, mv.log_pb), (words, topic[mv.ka]), (words, topic[mv.kb]))
+
+    log_u = jnp.log(jax.random.uniform(k6))
+    skip = jnp.bool_(False)
+    if bound_merges:
+        skip = jax.lax.cond(mv.split, lambda: jnp.bool_(False), lambda: _merge_refused_anyway(
+            log_u, mv, z, word_topic, topic, tk, alpha, gamma, beta))
+    in_b, logq, log_ratio, log_pk, group_a, group_b = jax.lax.cond(skip, refused, propose, None)
     log_accept = _log_acceptance(mv, log_ratio, logq, log_pk, group_a[1], group_b[1], tk.n_all)
-    accept = jnp.log(jax.random.uniform(k6)) < log_accept
+    accept = log_u < log_accept
     free = topic == 0
     no_room = accept & mv.split & ~jnp.any(free)
     accept = accept & ~no_room
@@ -533,7 +568,8 @@ def _split_merge(key: Array, st: State, data: Data, params: Params, attempts: in
 def split_merge_moves(k_att: Array, k_local: Array, z: Array, word_topic: Array, topic: Array,
                       log_pi: Array, conc: tuple[Array, Array], data: Data, params: Params,
                       attempts: int, num_docs: int, axis_name: str | None = None,
-                      launch_rounds: int | None = None, compact: int | None = None) -> tuple:
+                      launch_rounds: int | None = None, compact: int | None = None,
+                      bound_merges: bool = True) -> tuple:
     """The `attempts` moves SM3-SM8 of `_split_merge` (each applied by SM9's `_apply_move`) on
     the tokens' topics z [N] given the global weights `log_pi` [K] (-inf: a free topic; the
     weight of the unused topics is 1 - their sum, which no move changes) and conc = (alpha,
@@ -544,7 +580,9 @@ def split_merge_moves(k_att: Array, k_local: Array, z: Array, word_topic: Array,
     accepted, overflow). `launch_rounds`: at most this many vectorised rounds of SM5 (default
     log2 N; fewer rounds, a coarser sequential allocation: still an exact move, the launch
     state is not part of q). `compact`: each attempt's proposal runs on the pair's tokens
-    gathered into arrays of this size when they fit (`_compact_proposal`)."""
+    gathered into arrays of this size when they fit (`_compact_proposal`). `bound_merges`:
+    merges that the present split alone refuses skip their proposal (`_merge_refused_anyway`;
+    False: every attempt draws it, the same moves)."""
     n = z.shape[0]
     k_cap = word_topic.shape[1]
     max_round = max(1, (n - 1).bit_length())
@@ -554,7 +592,7 @@ def split_merge_moves(k_att: Array, k_local: Array, z: Array, word_topic: Array,
     carry = (z, word_topic, topic, log_pi, jnp.zeros(k_cap, bool), jnp.int32(0), jnp.bool_(False))
     return jax.lax.fori_loop(
         0, attempts, lambda i, c: _attempt(i, c, k_att, k_local, tk, conc, params, max_round,
-                                           compact), carry)
+                                           compact, bound_merges), carry)
 
 
 def _crp_tables(key: Array, q: Array, first: Array, topic: Array, log_pi: Array,
