@@ -20,7 +20,8 @@
 * log_joint equals log p(w, z, beta) computed here in numpy.
 * The draw over the first slots only (`_draw_slots`): its width, and the exact posterior with
   40 slots of which 16 are drawn; the split-merge anchors' law (SM3) with the candidate tokens
-  and with the running count (all pairs of 30 tokens).
+  and with the running count (all pairs of 30 tokens); merges refused by their bound make the
+  moves of attempts that draw every proposal.
 
 FAMILY_ALPHA = 1e-3 is split over the file's statistics (Bonferroni).
 """

@@ -537,7 +537,8 @@ def _split_merge(key: Array, st: State, data: Data, params: Params, attempts: in
                 x DirMult(n_A.) DirMult(n_B.) / DirMult(n_k.)
     (SM8) Accepted (`_log_acceptance`) with probability min(1, R) for a split and
           min(1, 1 / R) for a merge, R = SM7 (1 - 2 eps) q_sel(split) / (q q_sel(merged))
-          (a merge whose v = pi_A / pi_k lies outside (eps, 1 - eps) is refused).
+          (a merge whose v = pi_A / pi_k lies outside (eps, 1 - eps) is refused; a merge that
+          its present split refuses even with q = 1 skips SM5, SM6: `_merge_refused_anyway`).
     (SM9) Applied (`_apply_move`); after the attempts the tables of the changed topics are
           emptied and their tokens seated from the exact conditional p(t | z, pi): a
           CRP(alpha pi_k) per document and topic (`_reseat`).
