@@ -737,7 +737,7 @@ class HDP(_Estimator):
     "sequential" (the same, exact, token by token), "crf" (blocked table and dish steps of the
     Chinese restaurant franchise) and "crf_sequential" (the exact CRF sampler). All run
     ``split_merge_steps`` exact split-merge moves of whole topics, in a sweep with probability
-    1 / ``split_merge_every`` (0: automatic, 1/4 for direct assignment and every sweep for the
+    1 / ``split_merge_every`` (0: automatic, 1/8 for direct assignment and every sweep for the
     CRF); ``resample_concentrations=True`` draws alpha and gamma too
     (Gamma(prior_shape, prior_rate) priors; a draw below 1e-30, outside float32's useful range,
     is kept at 1e-30).

@@ -18,6 +18,10 @@
   kernel's match the sequential law, and the blocked law differs by far from the law in which a
   block's openers share one new topic.
 * log_joint equals log p(w, z, beta) computed here in numpy.
+* The draw over the first slots only (`_draw_slots`): its width, and the exact posterior with
+  40 slots of which 16 are drawn; the split-merge anchors' law (SM3) with the candidate tokens
+  and with the running count (all pairs of 30 tokens); merges refused by their bound make the
+  moves of attempts that draw every proposal.
 
 FAMILY_ALPHA = 1e-3 is split over the file's statistics (Bonferroni).
 """
@@ -39,7 +43,8 @@ from jaxtopics.models import hdp, hdp_direct as hd
 from test_hdp_kernels import CRF, DOCS
 
 FAMILY_ALPHA = 1e-3
-DELTA = FAMILY_ALPHA / 16          # enumeration 4 x 2, blocked laws 4 x 2
+DELTA = FAMILY_ALPHA / 16          # enumeration 4 x 2, blocked laws 4 x 2 (the narrowed draw's
+                                   # and the anchors' 3 statistics at the same level)
 ALPHA, GAMMA, BETA = 2.0, 0.7, 0.3
 CHAINS = 40_000
 SWEEPS = 8
@@ -352,3 +357,93 @@ def test_compact_split_merge_proposals_are_the_full_ones() -> None:
     for name, a, b in zip(("z", "word_topic", "topic", "log_pi", "changed", "accepted"), full, small):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=name)
     assert int(np.sum(full[5])) >= 1
+
+
+def test_the_draw_runs_over_the_narrowest_width_holding_the_used_slots() -> None:
+    """(Z) runs over the first `width` slots only when every used slot (tokens or a weight)
+    and the new-topic slot lie below it (`_draw_slots`): a slot past it with a weight, or the
+    new-topic slot past it, widens the draw."""
+    assert hd._draw_widths(12) == (12,)
+    assert hd._draw_widths(64) == (16, 24, 32, 48, 64)
+    assert hd._draw_widths(100) == (16, 24, 32, 48, 64, 96, 100)
+    widths = hd._draw_widths(64)
+
+    def width(used_slots, slot_new):
+        used = jnp.zeros(64, bool).at[jnp.asarray(used_slots, jnp.int32)].set(True)
+        return widths[int(hd._draw_slots(used, jnp.int32(slot_new)))]
+
+    assert width([0, 1, 2], 3) == 16
+    assert width([0, 1, 15], 2) == 16
+    assert width([0, 16], 1) == 24                 # a used slot at 16 needs 17 slots
+    assert width([0, 1], 23) == 24
+    assert width([0, 1], 24) == 32                 # the new-topic slot counts
+    assert width([0, 47], 1) == 48
+    assert width([63], 0) == 64
+    assert width([0, 1], -1) == 16                 # no free slot (overflow reported)
+
+
+def test_sequential_over_a_narrowed_draw_matches_the_exact_posterior() -> None:
+    """The exact kernel with 40 topic slots, so that (Z) runs over the first 16 of them
+    (`_draw_slots`): the same posterior as the draw over every slot."""
+    final, _, _ = _final(topic_capacity=40, chains=20_000)
+    _check_posterior(final, "sequential, 16 of 40 slots drawn", _posterior().part_post)
+
+
+@pytest.mark.parametrize("candidates", [2, 256])
+def test_split_merge_anchors_follow_the_selection_law(candidates: int, monkeypatch) -> None:
+    """(SM3) on one device: a uniform; b uniform among the other tokens of a's topic with
+    probability 1/2, else among all other tokens. With 2 candidate tokens for b the running
+    count finds b in most attempts that want one of a's topic, with 256 the candidates do:
+    both give the law the acceptance ratio assumes (all 30 x 29 pairs, 200k draws)."""
+    from jaxtopics.models import hdp_split_merge as hsm
+
+    monkeypatch.setattr(hsm, "_CANDIDATES", candidates)
+    n = 30
+    z = jnp.asarray(np.where(np.isin(np.arange(n), [1, 7, 8, 20, 29]), 0, 1), jnp.int32)
+    tk = hsm._Tokens(doc=jnp.zeros(n, jnp.int32), word=jnp.zeros(n, jnp.int32),
+                     doc_word=jnp.zeros(n, jnp.int32), real=jnp.ones(n, bool),
+                     tok=jnp.arange(n), n_all=n, num_docs=1, num_words=1, axis_name=None)
+    draws = 200_000
+    ra, rb = jax.jit(jax.vmap(lambda k: hsm._choose_pair(k, z, tk)))(
+        jax.random.split(jax.random.key(5), draws))
+    counts = np.bincount(np.asarray(ra) * n + np.asarray(rb), minlength=n * n).astype(float)
+    zn = np.asarray(z)
+    size = np.bincount(zn)[zn]
+    probs = np.zeros((n, n))
+    for a in range(n):
+        for b in range(n):
+            if a != b:
+                probs[a, b] = (0.5 * (zn[a] == zn[b]) / (size[a] - 1) + 0.5 / (n - 1)) / n
+    ok, msg = _accepts(counts, probs.reshape(-1))
+    assert ok, f"{candidates} candidates: {msg}"
+
+
+def test_merges_refused_by_their_bound_are_the_moves_of_full_attempts() -> None:
+    """A merge whose present split alone refuses it skips its proposal (``bound_merges``, the
+    default): the same moves as attempts that draw every proposal, on the pair's gathered
+    tokens and on all of them, from a 40-topic random state (mostly merges, mostly refused)
+    and from 4 topics (mostly splits), 8 seeds each."""
+    from jaxtopics.datasets import synthetic_lda
+    from jaxtopics.models.hdp_split_merge import split_merge_moves
+
+    corpus = synthetic_lda(num_docs=100, num_words=200, num_topics=6, mean_doc_length=30,
+                           alpha=0.2, beta=0.05, seed=0).corpus
+    params = hdp.check_params(hdp.Params(split_merge_steps=10, topic_capacity=64))
+    data = hd.prepare(corpus, params)
+    n = corpus.num_tokens
+    keys = jax.random.split(jax.random.key(1), 8)
+    for k0 in (40, 4):
+        st = hd.init(jax.random.key(0), data, params._replace(initial_topics=k0))
+        log_pi = jnp.where(st.topic_weight > 0, jnp.log(st.topic_weight), -jnp.inf)
+        for compact in (None, n // hd.COMPACT_SHARE):
+            def moves(bound):
+                return jax.jit(jax.vmap(lambda k: split_merge_moves(
+                    k, k, st.z[:n], st.word_topic, st.topic, log_pi, (st.alpha, st.gamma), data,
+                    params, 10, corpus.num_docs, None, launch_rounds=hd.LAUNCH_ROUNDS,
+                    compact=compact, bound_merges=bound)))(keys)
+            full, bounded = moves(False), moves(True)
+            for name, a, b in zip(("z", "word_topic", "topic", "log_pi", "changed", "accepted"),
+                                  full, bounded):
+                np.testing.assert_array_equal(np.asarray(a), np.asarray(b),
+                                              err_msg=f"{name}, {k0} topics, compact {compact}")
+            assert int(np.sum(full[5])) >= 1, (k0, compact)

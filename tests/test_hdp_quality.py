@@ -67,8 +67,8 @@ def test_recovers_planted_topics_from_one_and_from_thirty(sampler: str) -> None:
     params = hdp.check_params(hdp.Params(sampler=sampler, topic_capacity=64, table_capacity=32))
     module = kernel_module(hdp, params)
     data = module.prepare(corpus, params)
-    # direct assignment: its default schedule runs the (costly) split-merge moves in a quarter
-    # of the sweeps (2.5 attempts a sweep against the CRF kernels' 10): 500 sweeps, the
+    # direct assignment: its default schedule runs the (costly) split-merge moves in an eighth
+    # of the sweeps (1.25 attempts a sweep against the CRF kernels' 10): 500 sweeps, the
     # issue's bar; the CRF kernels 100
     sweeps = SWEEPS if sampler.startswith("crf") else DIRECT_SWEEPS
     for k0 in (1, 30):

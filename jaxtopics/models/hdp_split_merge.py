@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 _EPS = 1e-6          # split proposals draw v ~ U(eps, 1 - eps)
 _SCANS = 2           # intermediate restricted Gibbs scans of a split-merge launch state
+_CANDIDATES = 256    # uniform tokens tried for an anchor b of a's topic (`_choose_pair`)
 _F32 = jnp.float32
 
 
@@ -177,25 +178,45 @@ def _draw_log_pi(key: Array, st: State) -> Array:
 def _choose_pair(key: Array, z: Array, tk: _Tokens) -> tuple[Array, Array]:
     """(SM3) The anchors a, b (global token numbers): a uniform; b uniform among the other
     tokens of a's topic with probability 1/2 (when it has others), else among all other
-    tokens. Sharded: the ranks over all shards, the same on every shard."""
+    tokens. Sharded: the ranks over all shards, the same on every shard. b of a's topic is
+    first looked for among `_CANDIDATES` uniform tokens (the first that is of a's topic and
+    not a: uniform among those, whichever candidates hit); only when none is, it is the r-th
+    such token found by a running count over all N (uniform too, so b's law is the same,
+    without the O(N) prefix sum in most attempts)."""
     u_sel = jax.random.uniform(key, (3,))
     ra = uniform_index(u_sel[0], tk.n_all)
-    same = (z == _token_at(z, ra, tk)) & tk.real
+    ka = _token_at(z, ra, tk)
+    same = (z == ka) & tk.real
     rb_any = uniform_index(u_sel[1], tk.n_all - 1)
     rb_any = rb_any + (rb_any >= ra)
     stats = jnp.stack([jnp.sum(same, dtype=jnp.int32), jnp.sum(same & (tk.tok < ra), dtype=jnp.int32)])
     same_before, stats, _ = shard_prefix(stats, tk.axis_name)
     n_same = stats[0]                                   # tokens of a's topic, a included
-    r_same = uniform_index(u_sel[1], n_same - 1)
-    r_same = r_same + (r_same >= stats[1])
-    rb_same = jnp.searchsorted(jnp.cumsum(same, dtype=jnp.int32) + same_before[0], r_same + 1,
-                               side="left")
-    if tk.axis_name is not None:                        # the shard holding it: its number
-        found = (same_before[0] <= r_same) & (r_same < same_before[0] + jnp.sum(same))
-        last = tk.tok.shape[0] - 1
-        rb_same = jax.lax.psum(jnp.where(found, tk.tok[jnp.minimum(rb_same, last)], 0),
-                               tk.axis_name)
-    rb = jnp.where((u_sel[2] < 0.5) & (n_same > 1), rb_same, rb_any).astype(jnp.int32)
+    want_same = (u_sel[2] < 0.5) & (n_same > 1)
+
+    def by_rank():                                      # the r-th other token of a's topic
+        r_same = uniform_index(u_sel[1], n_same - 1)
+        r_same = r_same + (r_same >= stats[1])
+        rb = jnp.searchsorted(jnp.cumsum(same, dtype=jnp.int32) + same_before[0], r_same + 1,
+                              side="left").astype(jnp.int32)
+        if tk.axis_name is not None:                    # the shard holding it: its number
+            found = (same_before[0] <= r_same) & (r_same < same_before[0] + jnp.sum(same))
+            last = tk.tok.shape[0] - 1
+            rb = jax.lax.psum(jnp.where(found, tk.tok[jnp.minimum(rb, last)], 0), tk.axis_name)
+        return rb
+
+    cand = uniform_index(jax.random.uniform(jax.random.fold_in(key, 1), (_CANDIDATES,)), tk.n_all)
+    if tk.axis_name is None:
+        z_cand = z[cand]
+    else:                          # the shard holding a candidate (its real tokens are numbered
+        local = cand - tk.tok[0]   # from tok[0] on) gives its topic, the others 0
+        at = jnp.clip(local, 0, z.shape[0] - 1)
+        mine = (local >= 0) & (local < z.shape[0]) & tk.real[at]
+        z_cand = jax.lax.psum(jnp.where(mine, z[at], 0), tk.axis_name)
+    hit = (z_cand == ka) & (cand != ra)
+    first = cand[jnp.argmax(hit)].astype(jnp.int32)
+    rb_same = jax.lax.cond(want_same & ~jnp.any(hit), by_rank, lambda: first)
+    rb = jnp.where(want_same, rb_same, rb_any).astype(jnp.int32)
     return ra, rb
 
 
@@ -219,16 +240,24 @@ def _propose(key: Array, z: Array, log_pi: Array, ra: Array, rb: Array, alpha: A
 def _launch_round(c: tuple, tok_round: Array, u_unit: Array, tk: _Tokens, beta: float,
                   vb: float) -> tuple:
     """(SM5) One round j of the launch: its units, at once, to A or B given the groups so far;
-    c = (j, words of A [V], n_A, words of B [V], n_B, [N] in B) -> the next round's."""
+    c = (j, words of A [V], n_A, words of B [V], n_B, [N] in B) -> the next round's. The log
+    predictives are taken per word and gathered (V logs, not N), and the round's tokens
+    counted into both groups by one scatter."""
     j, wa, na, wb, nb, in_b = c
     now = tok_round == j
-    fit_a = _log_f(wa[tk.word], na, beta, vb)
-    fit_b = _log_f(wb[tk.word], nb, beta, vb)
-    diff = jax.ops.segment_sum(jnp.where(now, fit_b - fit_a, 0.0), tk.doc, num_segments=tk.num_docs)
+    fit = (_log_f(wb, nb, beta, vb) - _log_f(wa, na, beta, vb))[tk.word]
+    diff = jax.ops.segment_sum(jnp.where(now, fit, 0.0), tk.doc, num_segments=tk.num_docs)
     unit_b = jnp.log(u_unit) < jax.nn.log_sigmoid(diff)
     to_b = now & unit_b[tk.doc]
-    ga, gb = _group_counts(now & ~to_b, tk), _group_counts(now & to_b, tk)
-    return j - 1, wa + ga[0], na + ga[2], wb + gb[0], nb + gb[2], in_b | to_b
+    v = tk.num_words
+    counts = jnp.zeros(2 * v + 2, jnp.int32).at[
+        jnp.where(now, tk.word + v * to_b, 2 * v + to_b)].add(now.astype(jnp.int32))
+    counts = counts.at[2 * v].set(jnp.sum(now & ~to_b, dtype=jnp.int32)).at[2 * v + 1].set(
+        jnp.sum(now & to_b, dtype=jnp.int32))
+    if tk.axis_name is not None:
+        counts = jax.lax.psum(counts, tk.axis_name)
+    return (j - 1, wa + counts[:v], na + counts[2 * v], wb + counts[v:2 * v],
+            nb + counts[2 * v + 1], in_b | to_b)
 
 
 def _launch_state(key_round: Array, key_unit: Array, mv: _Move, tk: _Tokens, beta: float,
@@ -288,27 +317,25 @@ def _scan_log_odds(in_b: Array, mv: _Move, un: _Units, tk: _Tokens, beta: float,
 
 
 def _restricted_scan(key: Array, in_b: Array, z: Array, mv: _Move, un: _Units, tk: _Tokens,
-                     beta: float, vb: float, final: bool) -> tuple[Array, Array]:
+                     beta: float, vb: float, final: Array) -> tuple[Array, Array]:
     """(SM6) One restricted Gibbs scan: every unit re-allocated at once from `_scan_log_odds`.
     Returns the new allocation [N] and log q, the log probability of the units' draws. The
-    `final` scan of a merge is not drawn but set to the present split, q its probability
-    (0 unless each unit lies in one of the two topics)."""
+    `final` scan (a traced flag: one compiled scan serves all) of a merge is not drawn but set
+    to the present split, q its probability (0 unless each unit lies in one of the two
+    topics)."""
     diff = _scan_log_odds(in_b, mv, un, tk, beta, vb)
     log_b, log_a = jax.nn.log_sigmoid(diff), jax.nn.log_sigmoid(-diff)
     unit_b = jnp.log(jax.random.uniform(key, (tk.num_docs,))) < log_b
-    if final:
-        present = jax.ops.segment_sum((mv.member & (z == mv.kb)).astype(jnp.int32), tk.doc,
-                                      num_segments=tk.num_docs)
-        coherent = jnp.all((present == 0) | (present == un.size))
-        if tk.axis_name is not None:
-            coherent = jax.lax.psum(1 - coherent.astype(jnp.int32), tk.axis_name) == 0
-        unit_b = jnp.where(mv.split, unit_b, present > 0)
+    present = jax.ops.segment_sum((mv.member & (z == mv.kb)).astype(jnp.int32), tk.doc,
+                                  num_segments=tk.num_docs)
+    coherent = jnp.all((present == 0) | (present == un.size))
+    if tk.axis_name is not None:
+        coherent = jax.lax.psum(1 - coherent.astype(jnp.int32), tk.axis_name) == 0
+    unit_b = jnp.where(final & ~mv.split, present > 0, unit_b)
     to_b = jnp.where(mv.member, unit_b[tk.doc], in_b)
     logq = shard_sum(jnp.sum(jnp.where(un.size > 0, jnp.where(unit_b, log_b, log_a), 0.0)),
                      tk.axis_name)
-    if final:
-        logq = jnp.where(mv.split | coherent, logq, -jnp.inf)
-    return to_b, logq
+    return to_b, jnp.where(final & ~(mv.split | coherent), -jnp.inf, logq)
 
 
 def _log_split_ratio(in_b: Array, mv: _Move, tk: _Tokens, alpha: Array, gamma: Array,
@@ -317,8 +344,14 @@ def _log_split_ratio(in_b: Array, mv: _Move, tk: _Tokens, alpha: Array, gamma: A
     document terms, word evidence and the Jacobian pi_k of (pi_k, v) -> (pi_A, pi_B)).
     Returns it, log pi_k = log (pi_A + pi_B), and the (words, total) of A and of B."""
     group = mv.member | mv.anchors
-    wa, da, na = _group_counts(group & ~in_b, tk)
-    wb, db, nb = _group_counts(group & in_b, tk)
+    return _log_ratio_of_counts(_group_counts(group & ~in_b, tk), _group_counts(group & in_b, tk),
+                                mv, tk, alpha, gamma, beta)
+
+
+def _log_ratio_of_counts(group_a: tuple, group_b: tuple, mv: _Move, tk: _Tokens, alpha: Array,
+                         gamma: Array, beta: float) -> tuple[Array, Array, tuple, tuple]:
+    """`_log_split_ratio` given the (words [V], documents [D], total) of A and of B."""
+    (wa, da, na), (wb, db, nb) = group_a, group_b
     log_pk = jnp.logaddexp(mv.log_pa, mv.log_pb)
     log_ratio = (jnp.log(gamma) + 2.0 * log_pk - mv.log_pa - mv.log_pb        # prior, Jacobian
                  + _log_doc_terms(da, mv.log_pa, alpha, tk.axis_name)
@@ -326,6 +359,23 @@ def _log_split_ratio(in_b: Array, mv: _Move, tk: _Tokens, alpha: Array, gamma: A
                  - _log_doc_terms(da + db, log_pk, alpha, tk.axis_name)
                  + _dm_words(wa, beta) + _dm_words(wb, beta) - _dm_words(wa + wb, beta))
     return log_ratio, log_pk, (wa, na), (wb, nb)
+
+
+def _merge_refused_anyway(log_u: Array, mv: _Move, z: Array, word_topic: Array, topic: Array,
+                          tk: _Tokens, alpha: Array, gamma: Array, beta: float) -> Array:
+    """Whether a merge is refused whatever its proposal (SM5, SM6) turns out: its log
+    acceptance is log q + X (SM8) with log q <= 0 and X given by the present split alone (A,
+    B: the tokens of ka and of kb, counted in word_topic, topic and per document), so
+    log u >= X refuses it. The same decision as the full attempt (rounding is monotone), with
+    one pass over the tokens instead of the launch and the scans."""
+    docs = jax.ops.segment_sum(jnp.stack([z == mv.ka, z == mv.kb], 1).astype(jnp.int32)
+                               * tk.real[:, None], tk.doc, num_segments=tk.num_docs)
+    group_a = (word_topic[:, mv.ka], docs[:, 0], topic[mv.ka])
+    group_b = (word_topic[:, mv.kb], docs[:, 1], topic[mv.kb])
+    log_ratio, log_pk, _, _ = _log_ratio_of_counts(group_a, group_b, mv, tk, alpha, gamma, beta)
+    bound = _log_acceptance(mv, log_ratio, jnp.float32(0.0), log_pk, group_a[2], group_b[2],
+                            tk.n_all)
+    return ~(log_u < bound)
 
 
 def _log_acceptance(mv: _Move, log_ratio: Array, logq: Array, log_pk: Array, na: Array,
@@ -364,37 +414,41 @@ def _apply_move(c: tuple, mv: _Move, in_b: Array, kb_new: Array, group_a: tuple,
             changed.at[ka].set(True).at[kb_new].set(True))
 
 
-def _compact_proposal(proposal, mv: _Move, tk: _Tokens, z: Array, cap: int) -> tuple[Array, Array]:
-    """`proposal(mv, tk, z)` on the pair's tokens only (S and the anchors: SM5 and SM6 read no
+def _compact_proposal(proposal, mv: _Move, tk: _Tokens, z: Array, cap: int) -> tuple:
+    """`proposal(mv, tk, z)` on the pair's tokens only (S and the anchors: SM5-SM7 read no
     other token) when every shard holds at most `cap` of them, gathered into [cap] arrays
-    (padding: in no group, counted nowhere), the split scattered back to [N]; else on all
-    tokens. The same draws either way (they are per document): the same move, ~N / cap times
-    cheaper for a pair of small topics."""
+    (padding: in no group, counted nowhere; one running count places them), the split
+    scattered back to [N]; else on all tokens. The same draws either way (they are per
+    document) and the same integer counts: the same move, ~N / cap times cheaper for a pair
+    of small topics. Returns (in_b [N], what `proposal` returns besides its split)."""
     n = z.shape[0]
     group = mv.member | mv.anchors
-    over = shard_sum((jnp.sum(group, dtype=jnp.int32) > cap).astype(jnp.int32), tk.axis_name)
+    at_rank = jnp.cumsum(group, dtype=jnp.int32) - 1
+    over = shard_sum((at_rank[-1] >= cap).astype(jnp.int32), tk.axis_name)
 
     def small(_):
-        idx = jnp.nonzero(group, size=cap, fill_value=n)[0]
+        idx = jnp.full(cap, n, jnp.int32).at[jnp.where(group, at_rank, cap)].set(
+            jnp.arange(n, dtype=jnp.int32), mode="drop")
         ok = idx < n
         at = jnp.minimum(idx, n - 1)
         sub = tk._replace(doc=tk.doc[at], word=tk.word[at], doc_word=tk.doc_word[at],
                           real=tk.real[at] & ok, tok=jnp.where(ok, tk.tok[at], -1),
                           num_pairs=tk.num_pairs or n)
-        in_b, logq = proposal(mv._replace(member=mv.member[at] & ok, anchors=mv.anchors[at] & ok),
-                              sub, z[at])
-        return jnp.zeros(n, bool).at[idx].set(in_b & ok, mode="drop"), logq
+        in_b, *rest = proposal(mv._replace(member=mv.member[at] & ok,
+                                           anchors=mv.anchors[at] & ok), sub, z[at])
+        return (jnp.zeros(n, bool).at[idx].set(in_b & ok, mode="drop"), *rest)
 
     return jax.lax.cond(over == 0, small, lambda _: proposal(mv, tk, z), None)
 
 
 def _attempt(i: Array, carry: tuple, k_att: Array, k_local: Array, tk: _Tokens,
              conc: tuple[Array, Array], params: Params, max_round: int,
-             compact: int | None = None) -> tuple:
+             compact: int | None = None, bound_merges: bool = True) -> tuple:
     """Split-merge attempt i: choose the pair (SM3), propose (SM4), launch (SM5), scan (SM6),
     accept (SM7, SM8), apply (SM9). carry = (z [N], word_topic, topic, log_pi, changed [K],
     accepted, overflow); conc = (alpha, gamma); a split without a free topic is refused and
-    reported as overflow."""
+    reported as overflow. `bound_merges`: a merge that `_merge_refused_anyway` refuses skips
+    SM5 and SM6 (the same moves, tested)."""
     z, word_topic, topic, log_pi, changed, accepted, overflow = carry
     alpha, gamma = conc
     beta, vb = params.beta, params.beta * tk.num_words
@@ -402,21 +456,34 @@ def _attempt(i: Array, carry: tuple, k_att: Array, k_local: Array, tk: _Tokens,
     _, _, k3, k4, _, _ = jax.random.split(jax.random.fold_in(k_local, i), 6)    # per shard
     ra, rb = _choose_pair(k1, z, tk)
     mv = _propose(k5, z, log_pi, ra, rb, alpha, tk)
-    def proposal(mv, tk, z):                       # SM5, SM6: the split proposed, log q
+    def proposal(mv, tk, z):                       # SM5, SM6: the split proposed, log q; SM7
         in_b = _launch_state(k3, jax.random.fold_in(k4, 0), mv, tk, beta, vb, max_round)
         un = _units(mv, tk)
-        for r in range(_SCANS):                    # intermediate scans: not part of q
-            in_b, _ = _restricted_scan(jax.random.fold_in(k4, r + 1), in_b, z, mv, un, tk, beta,
-                                       vb, False)
-        return _restricted_scan(k4, in_b, z, mv, un, tk, beta, vb, True)
 
-    if compact is None:
-        in_b, logq = proposal(mv, tk, z)
-    else:
-        in_b, logq = _compact_proposal(proposal, mv, tk, z, compact)
-    log_ratio, log_pk, group_a, group_b = _log_split_ratio(in_b, mv, tk, alpha, gamma, beta)
+        def scan(r, c):            # _SCANS intermediate scans (q unused), then the proposal
+            return _restricted_scan(jax.random.fold_in(k4, r + 1), c[0], z, mv, un, tk, beta,
+                                    vb, r == _SCANS)
+        in_b, logq = jax.lax.fori_loop(0, _SCANS + 1, scan, (in_b, jnp.float32(0.0)))
+        return (in_b, logq) + _log_split_ratio(in_b, mv, tk, alpha, gamma, beta)
+
+    def propose(_):
+        if compact is None:
+            return proposal(mv, tk, z)
+        return _compact_proposal(proposal, mv, tk, z, compact)
+
+    def refused(_):                                # the proposal not drawn: log q = -inf
+        words = jnp.zeros(word_topic.shape[0], jnp.int32)
+        return (jnp.zeros(z.shape[0], bool), jnp.float32(-jnp.inf), jnp.float32(0.0),
+                jnp.logaddexp(mv.log_pa, mv.log_pb), (words, topic[mv.ka]), (words, topic[mv.kb]))
+
+    log_u = jnp.log(jax.random.uniform(k6))
+    skip = jnp.bool_(False)
+    if bound_merges:
+        skip = jax.lax.cond(mv.split, lambda: jnp.bool_(False), lambda: _merge_refused_anyway(
+            log_u, mv, z, word_topic, topic, tk, alpha, gamma, beta))
+    in_b, logq, log_ratio, log_pk, group_a, group_b = jax.lax.cond(skip, refused, propose, None)
     log_accept = _log_acceptance(mv, log_ratio, logq, log_pk, group_a[1], group_b[1], tk.n_all)
-    accept = jnp.log(jax.random.uniform(k6)) < log_accept
+    accept = log_u < log_accept
     free = topic == 0
     no_room = accept & mv.split & ~jnp.any(free)
     accept = accept & ~no_room
@@ -470,7 +537,8 @@ def _split_merge(key: Array, st: State, data: Data, params: Params, attempts: in
                 x DirMult(n_A.) DirMult(n_B.) / DirMult(n_k.)
     (SM8) Accepted (`_log_acceptance`) with probability min(1, R) for a split and
           min(1, 1 / R) for a merge, R = SM7 (1 - 2 eps) q_sel(split) / (q q_sel(merged))
-          (a merge whose v = pi_A / pi_k lies outside (eps, 1 - eps) is refused).
+          (a merge whose v = pi_A / pi_k lies outside (eps, 1 - eps) is refused; a merge that
+          its present split refuses even with q = 1 skips SM5, SM6: `_merge_refused_anyway`).
     (SM9) Applied (`_apply_move`); after the attempts the tables of the changed topics are
           emptied and their tokens seated from the exact conditional p(t | z, pi): a
           CRP(alpha pi_k) per document and topic (`_reseat`).
@@ -501,7 +569,8 @@ def _split_merge(key: Array, st: State, data: Data, params: Params, attempts: in
 def split_merge_moves(k_att: Array, k_local: Array, z: Array, word_topic: Array, topic: Array,
                       log_pi: Array, conc: tuple[Array, Array], data: Data, params: Params,
                       attempts: int, num_docs: int, axis_name: str | None = None,
-                      launch_rounds: int | None = None, compact: int | None = None) -> tuple:
+                      launch_rounds: int | None = None, compact: int | None = None,
+                      bound_merges: bool = True) -> tuple:
     """The `attempts` moves SM3-SM8 of `_split_merge` (each applied by SM9's `_apply_move`) on
     the tokens' topics z [N] given the global weights `log_pi` [K] (-inf: a free topic; the
     weight of the unused topics is 1 - their sum, which no move changes) and conc = (alpha,
@@ -512,7 +581,9 @@ def split_merge_moves(k_att: Array, k_local: Array, z: Array, word_topic: Array,
     accepted, overflow). `launch_rounds`: at most this many vectorised rounds of SM5 (default
     log2 N; fewer rounds, a coarser sequential allocation: still an exact move, the launch
     state is not part of q). `compact`: each attempt's proposal runs on the pair's tokens
-    gathered into arrays of this size when they fit (`_compact_proposal`)."""
+    gathered into arrays of this size when they fit (`_compact_proposal`). `bound_merges`:
+    merges that the present split alone refuses skip their proposal (`_merge_refused_anyway`;
+    False: every attempt draws it, the same moves)."""
     n = z.shape[0]
     k_cap = word_topic.shape[1]
     max_round = max(1, (n - 1).bit_length())
@@ -522,7 +593,7 @@ def split_merge_moves(k_att: Array, k_local: Array, z: Array, word_topic: Array,
     carry = (z, word_topic, topic, log_pi, jnp.zeros(k_cap, bool), jnp.int32(0), jnp.bool_(False))
     return jax.lax.fori_loop(
         0, attempts, lambda i, c: _attempt(i, c, k_att, k_local, tk, conc, params, max_round,
-                                           compact), carry)
+                                           compact, bound_merges), carry)
 
 
 def _crp_tables(key: Array, q: Array, first: Array, topic: Array, log_pi: Array,
