@@ -109,6 +109,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--words", type=int, default=10000, help="vocabulary size V")
     ap.add_argument("--doc-length", type=float, default=200, help="mean document length")
     ap.add_argument("--true-topics", type=int, default=50, help="K used to generate the corpus")
+    ap.add_argument("--keep-unused-words", action="store_true",
+                    help="keep the generator's words that never occur in the vocabulary (the "
+                         "default cuts them, as tomotopy does: build_corpus)")
     ap.add_argument("--ks", default="50,500", help="comma-separated K to fit")
     ap.add_argument("--sweeps", type=int, default=10,
                     help="timed sweeps (the same number of warm-up sweeps runs first)")
@@ -170,10 +173,24 @@ def _setting(args, field: str):
 
 
 def build_corpus(args):
+    """The synthetic corpus, its vocabulary cut to the words that occur (unless
+    --keep-unused-words): tomotopy drops words that never occur (its V is the used words'), so
+    with unused words in the vocabulary the two engines would sample different models (V beta
+    in (1) differs) and their log joints would differ by the normaliser sum_k lgamma(V beta) -
+    lgamma(n_k + V beta) (the default corpus uses 6,725 of its 10,000 words)."""
+    from jaxtopics.corpus import Corpus
     from jaxtopics.datasets import synthetic_lda
-    return synthetic_lda(num_docs=args.docs, num_words=args.words, num_topics=args.true_topics,
-                         mean_doc_length=args.doc_length, alpha=args.alpha, beta=args.beta,
-                         seed=args.seed).corpus
+    corpus = synthetic_lda(num_docs=args.docs, num_words=args.words, num_topics=args.true_topics,
+                           mean_doc_length=args.doc_length, alpha=args.alpha, beta=args.beta,
+                           seed=args.seed).corpus
+    if args.keep_unused_words:
+        return corpus
+    ids = np.asarray(corpus.word_ids)
+    used = np.flatnonzero(np.bincount(ids, minlength=corpus.num_words))
+    new_id = np.zeros(corpus.num_words, np.int32)
+    new_id[used] = np.arange(len(used), dtype=np.int32)
+    return Corpus.from_arrays(new_id[ids], corpus.doc_offsets,
+                              tuple(corpus.vocab[i] for i in used))
 
 
 def load_corpus(path: str, scale: str):
@@ -601,7 +618,8 @@ def main() -> None:
     corpus = build_corpus(args)
     gen_s = time.perf_counter() - t
     n = corpus.num_tokens
-    print(f"corpus: synthetic LDA, D={corpus.num_docs} V={corpus.num_words} N={n} "
+    print(f"corpus: synthetic LDA, D={corpus.num_docs} V={corpus.num_words} (the words that "
+          f"occur, of {args.words}) N={n} "
           f"(K_true={args.true_topics}, built in {gen_s:.1f} s); alpha={args.alpha} "
           f"beta={args.beta}; {args.sweeps} warm-up + {args.sweeps} timed sweeps; "
           f"parallel: " + " ".join(f"{f}={_setting(args, f)}" for f in
