@@ -19,6 +19,18 @@ Finally a scaling check: jaxtopics "parallel" at the first K on the corpus and o
 repeated twice (2N tokens, same per-token statistics; ``--scaling half``: on its first half of
 the documents instead, cheaper for huge corpora); the time ratio should be ~ the token ratio.
 
+Time to quality (``--quality``): per K, ``--quality-chains`` tomotopy chains (2 workers,
+``optim_interval=0``, seeds 0, 1, ...) run ``--quality-sweeps`` sweeps; their mean log joint per
+token L* is the bar (log p(w, z)/N computed here from each chain's own topic assignments with the
+same alpha and beta, ``collapsed_log_joint``, not tomotopy's ``ll_per_word``). Then as many
+jaxtopics chains run the CLI default way (``jaxtopics fit``'s settings: ``LDA(...).fit(...,
+devices="auto")`` with the CPU split one XLA device per core) and are evaluated every
+``--quality-every`` sweeps (the trace the CLI prints); the time to quality is when the chains'
+mean log joint per token reaches L*, the mean over the chains of their wall times at each
+evaluation (the evaluations included), interpolated linearly between the two evaluations around
+the crossing (a chain that stopped early, past L* + ``--quality-margin`` or at
+``--quality-max-sweeps``, counts with its last log joint and with its time scaled to the sweeps). One warm-up fit compiles first (the compile-included time adds its compile time).
+
 Results go to a markdown table (and --json OUT). Timings are wall-clock on whatever device JAX
 picks (set JAX_PLATFORMS=cpu to force the CPU).
 """
@@ -98,6 +110,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--words", type=int, default=10000, help="vocabulary size V")
     ap.add_argument("--doc-length", type=float, default=200, help="mean document length")
     ap.add_argument("--true-topics", type=int, default=50, help="K used to generate the corpus")
+    ap.add_argument("--keep-unused-words", action="store_true",
+                    help="keep the generator's words that never occur in the vocabulary (the "
+                         "default cuts them, as tomotopy does: build_corpus)")
     ap.add_argument("--ks", default="50,500", help="comma-separated K to fit")
     ap.add_argument("--sweeps", type=int, default=10,
                     help="timed sweeps (the same number of warm-up sweeps runs first)")
@@ -128,10 +143,23 @@ def parse_args(argv=None) -> argparse.Namespace:
                          "first half of the documents (N/2, cheaper on huge corpora)")
     ap.add_argument("--child-timeout", type=float, default=1800,
                     help="seconds allowed to each engine subprocess")
+    ap.add_argument("--quality", action="store_true",
+                    help="measure time to quality instead of throughput (module docstring)")
+    ap.add_argument("--quality-chains", type=int, default=3, help="chains per engine")
+    ap.add_argument("--quality-sweeps", type=int, default=100,
+                    help="tomotopy's sweeps: their mean log joint is the bar L*")
+    ap.add_argument("--quality-every", type=int, default=10,
+                    help="jaxtopics sweeps between evaluations of the log joint (the CLI's "
+                         "--eval-every default)")
+    ap.add_argument("--quality-max-sweeps", type=int, default=400,
+                    help="a jaxtopics chain stops here at the latest")
+    ap.add_argument("--quality-margin", type=float, default=0.01,
+                    help="a jaxtopics chain (but the last) stops once past L* + this")
     ap.add_argument("--json", metavar="OUT", help="write all results to this JSON file")
     # hidden: run one engine in this process and print one RESULT line
     ap.add_argument("--one", help=argparse.SUPPRESS)
     ap.add_argument("--corpus-file", help=argparse.SUPPRESS)
+    ap.add_argument("--target", type=float, help=argparse.SUPPRESS)
     return ap.parse_args(argv)
 
 
@@ -147,10 +175,24 @@ def _setting(args, field: str):
 
 
 def build_corpus(args):
+    """The synthetic corpus, its vocabulary cut to the words that occur (unless
+    --keep-unused-words): tomotopy drops words that never occur (its V is the used words'), so
+    with unused words in the vocabulary the two engines would sample different models (V beta
+    in (1) differs) and their log joints would differ by the normaliser sum_k lgamma(V beta) -
+    lgamma(n_k + V beta) (the default corpus uses 6,725 of its 10,000 words)."""
+    from jaxtopics.corpus import Corpus
     from jaxtopics.datasets import synthetic_lda
-    return synthetic_lda(num_docs=args.docs, num_words=args.words, num_topics=args.true_topics,
-                         mean_doc_length=args.doc_length, alpha=args.alpha, beta=args.beta,
-                         seed=args.seed).corpus
+    corpus = synthetic_lda(num_docs=args.docs, num_words=args.words, num_topics=args.true_topics,
+                           mean_doc_length=args.doc_length, alpha=args.alpha, beta=args.beta,
+                           seed=args.seed).corpus
+    if args.keep_unused_words:
+        return corpus
+    ids = np.asarray(corpus.word_ids)
+    used = np.flatnonzero(np.bincount(ids, minlength=corpus.num_words))
+    new_id = np.zeros(corpus.num_words, np.int32)
+    new_id[used] = np.arange(len(used), dtype=np.int32)
+    return Corpus.from_arrays(new_id[ids], corpus.doc_offsets,
+                              tuple(corpus.vocab[i] for i in used))
 
 
 def load_corpus(path: str, scale: str):
@@ -273,11 +315,188 @@ def run_tomotopy(engine: str, k: int, corpus, args) -> dict:
                 ll_per_token=float(mdl.ll_per_word), device_peak_mb=None, device="cpu")
 
 
+# ---------------------------------------------------------------------------------------------
+# time to quality (--quality)
+
+
+def collapsed_log_joint(doc_topic: np.ndarray, word_topic: np.ndarray, alpha: float,
+                        beta: float) -> float:
+    """log p(w, z) of LDA with symmetric alpha and beta from the count tables (float64):
+    sum_d log DirMult(n_d. | alpha) + sum_k log DirMult(n_k. | beta) (Griffiths & Steyvers
+    2004), the quantity ``lda.log_joint`` computes; word_topic [V, K] (any word order)."""
+    from scipy.special import gammaln
+
+    def evidence(counts, conc, axis):
+        size = counts.shape[axis]
+        total = counts.sum(axis)
+        return float(np.sum(gammaln(size * conc) - gammaln(total + size * conc))
+                     + np.sum(gammaln(counts + conc)) - counts.size * gammaln(conc))
+    return evidence(doc_topic.astype(np.float64), alpha, 1) + \
+        evidence(word_topic.astype(np.float64), beta, 0)
+
+
+def _tomotopy_counts(mdl, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(doc_topic [D, K], word_topic [V', K]) from a tomotopy model's own topic assignments."""
+    docs = list(mdl.docs)
+    doc_topic = np.zeros((len(docs), k), np.int64)
+    word_topic = np.zeros((len(mdl.vocabs), k), np.int64)
+    for d, doc in enumerate(docs):
+        z = np.asarray(doc.topics, np.int64)
+        w = np.asarray(doc.words, np.int64)
+        doc_topic[d] = np.bincount(z, minlength=k)
+        np.add.at(word_topic, (w, z), 1)
+    return doc_topic, word_topic
+
+
+def quality_tomotopy(k: int, corpus, args) -> dict:
+    """--quality-chains tomotopy chains of --quality-sweeps sweeps (2 workers): the time of
+    each (its train() calls, the initialisation included) and its log joint per token."""
+    import tomotopy as tp
+
+    vocab = np.asarray(corpus.vocab, dtype=object)
+    tokens = vocab[corpus.word_ids]
+    off = corpus.doc_offsets
+    chains = []
+    for c in range(args.quality_chains):
+        mdl = tp.LDAModel(k=k, alpha=args.alpha, eta=args.beta, seed=args.seed + c)
+        mdl.optim_interval = 0
+        for d in range(corpus.num_docs):
+            mdl.add_doc(tokens[off[d]:off[d + 1]].tolist())
+        t = time.perf_counter()
+        mdl.train(args.quality_sweeps, workers=2)
+        seconds = time.perf_counter() - t
+        if mdl.num_words != corpus.num_tokens:
+            _log(f"  warning: tomotopy holds {mdl.num_words} tokens, corpus has {corpus.num_tokens}")
+        ll = collapsed_log_joint(*_tomotopy_counts(mdl, k), args.alpha, args.beta) / corpus.num_tokens
+        chains.append(dict(seed=args.seed + c, seconds=seconds, ll_per_token=ll,
+                           tomotopy_ll_per_word=float(mdl.ll_per_word)))
+        _log(f"   tomotopy chain {c}: {seconds:.1f} s, log joint/token {ll:.4f} "
+             f"(ll_per_word {mdl.ll_per_word:.4f})")
+    return dict(engine="quality-tomotopy", label=f"tomotopy {tp.__version__} (2 workers)",
+                chains=chains, seconds=float(np.mean([c["seconds"] for c in chains])),
+                ll_per_token=float(np.mean([c["ll_per_token"] for c in chains])))
+
+
+def quality_jaxtopics(k: int, corpus, args) -> dict:
+    """jaxtopics chains the CLI default way until their mean log joint per token reaches
+    ``args.target`` (the module docstring)."""
+    import jax
+    from jaxtopics import LDA
+    from jaxtopics.models import lda
+
+    settings = {f: getattr(args, f) for f in ("num_blocks", "init") if getattr(args, f) is not None}
+    est = LDA(num_topics=k, alpha=args.alpha, beta=args.beta, **settings)
+    every, cap, target = args.quality_every, args.quality_max_sweeps, args.target
+    t = time.perf_counter()
+    warm = est.fit(corpus, every, seed=args.seed + 1000, eval_every=every, progress=False,
+                   devices="auto")
+    first_s = time.perf_counter() - t
+    t = time.perf_counter()
+    warm.resume(corpus, every, eval_every=every, progress=False, devices="auto")
+    again_s = time.perf_counter() - t
+    compile_s = max(first_s - again_s, 0.0)        # what the first fit spent compiling
+    curves: list[list[tuple[int, float, float]]] = []
+    for c in range(args.quality_chains):
+        last = c == args.quality_chains - 1
+        curve: list[tuple[int, float, float]] = []
+        t0 = time.perf_counter()
+
+        def callback(point, model, curve=curve, t0=t0, last=last):
+            curve.append((point.sweep, time.perf_counter() - t0, point.log_joint_per_token))
+            if not last:
+                return point.log_joint_per_token < target + args.quality_margin
+            others = [_value_at(o, point.sweep) for o in curves]
+            return np.mean(others + [point.log_joint_per_token]) < target
+        model = est.fit(corpus, cap, seed=args.seed + c, eval_every=every, progress=False,
+                        devices="auto", callback=callback)
+        curves.append(curve)
+        _log(f"   jaxtopics chain {c}: {curve[-1][0]} sweeps, {curve[-1][1]:.1f} s, "
+             f"log joint/token {curve[-1][2]:.4f}")
+    if k == int(args.ks.split(",")[0]):          # the two log joints are the same quantity
+        st = model._state
+        ours = collapsed_log_joint(np.asarray(st.doc_topic), np.asarray(st.word_topic),
+                                   args.alpha, args.beta) / corpus.num_tokens
+        _log(f"   check: the last chain's log joint/token {curve[-1][2]:.5f} (trace), "
+             f"{ours:.5f} (collapsed_log_joint)")
+    reached, seconds = time_to_quality(curves, target)
+    p = est.params
+    return dict(engine="quality-jaxtopics", sweeps=reached, seconds=seconds,
+                compile_s=compile_s, devices=len(jax.devices()),
+                label=f"jaxtopics LDA, CLI default ({len(jax.devices())} devices, init {p.init}, "
+                      f"{p.num_blocks} blocks)",
+                curves=curves, ll_per_token=float(np.mean([c[-1][2] for c in curves])))
+
+
+def time_to_quality(curves, target: float) -> tuple[float | None, float | None]:
+    """(sweeps, seconds) at which the mean over chains of the log joint per token first reaches
+    `target`, each chain's curve a list of (sweep, seconds, log joint per token) at its
+    evaluations; interpolated linearly between the evaluation before the crossing and the one
+    at it (the first evaluation itself when it reaches it); (None, None) if never."""
+    previous = (0.0, 0.0, None)           # (sweep, mean time, mean log joint) of the last point
+    for sweep in sorted({s for curve in curves for s, _, _ in curve}):
+        mean_ll = float(np.mean([_value_at(curve, sweep) for curve in curves]))
+        mean_t = float(np.mean([_time_at(curve, sweep) for curve in curves]))
+        if mean_ll >= target:
+            f = 1.0 if previous[2] is None else (target - previous[2]) / (mean_ll - previous[2])
+            return (previous[0] + f * (sweep - previous[0]), previous[1] + f * (mean_t - previous[1]))
+        previous = (sweep, mean_t, mean_ll)
+    return None, None
+
+
+def _value_at(curve, sweep: int) -> float:
+    """A chain's log joint per token at `sweep` (its last value if it stopped before)."""
+    values = [ll for s, _, ll in curve if s <= sweep]
+    return values[-1] if values else -np.inf
+
+
+def _time_at(curve, sweep: int) -> float:
+    """A chain's wall time to `sweep`; for a chain that stopped before, its time to its last
+    evaluation scaled by sweep / its sweeps (the time it would have taken at its own pace)."""
+    last_sweep, last_t, _ = curve[-1]
+    if sweep > last_sweep:
+        return last_t * sweep / last_sweep
+    return [t for s, t, _ in curve if s <= sweep][-1]
+
+
+def quality_main(args, corpus_file: str, ks: list[int]) -> list[dict]:
+    rows = []
+    for k in ks:
+        ref = run_child(args, corpus_file, "quality-tomotopy", k)
+        if "error" in ref:
+            rows.append(dict(k=k, error=ref["error"]))
+            continue
+        args_target = ["--target", repr(ref["ll_per_token"])]
+        ours = run_child(args, corpus_file, "quality-jaxtopics", k, extra=args_target)
+        rows.append(dict(k=k, tomotopy=ref, jaxtopics=ours))
+    print()
+    print(f"| K | tomotopy (2 workers): s for {args.quality_sweeps} sweeps, log joint/token (mean of chains) | "
+          "jaxtopics: sweeps to reach it | s (compile excluded) | s (compile included) | "
+          "tomotopy s / jaxtopics s (excl.; incl.) |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        if "error" in r or "error" in r["jaxtopics"]:
+            print(f"| {r['k']} | {r.get('error') or r['jaxtopics']['error']} | | | | |")
+            continue
+        ref, ours = r["tomotopy"], r["jaxtopics"]
+        if ours["seconds"] is None:
+            print(f"| {r['k']} | {ref['seconds']:.1f} s, {ref['ll_per_token']:.4f} | not in "
+                  f"{args.quality_max_sweeps} (mean {ours['ll_per_token']:.4f}) | | | |")
+            continue
+        incl = ours["seconds"] + ours["compile_s"]
+        print(f"| {r['k']} | {ref['seconds']:.1f} s, {ref['ll_per_token']:.4f} | {ours['sweeps']:.0f} | "
+              f"{ours['seconds']:.1f} | {incl:.1f} | **{ref['seconds'] / ours['seconds']:.2f}x**; "
+              f"{ref['seconds'] / incl:.2f}x |")
+    return rows
+
+
 def child_main(args) -> None:
     engine, k, scale = args.one.split(",")
     k = int(k)
     corpus = load_corpus(args.corpus_file, scale)
-    if engine in JAX_ENGINES:
+    if engine == "quality-jaxtopics":        # the CLI's default: one XLA CPU device per core
+        import jax
+        jax.config.update("jax_num_cpu_devices", len(os.sched_getaffinity(0)))
+    if engine in JAX_ENGINES or engine == "quality-jaxtopics":
         import jax  # noqa: F401 - imported before the baseline so it is not charged to the engine
         import jaxtopics.models.lda  # noqa: F401
         jax.devices()  # initialise the backend before the baseline
@@ -288,6 +507,12 @@ def child_main(args) -> None:
     reset = baseline is not None and _reset_peak_rss()
     if not reset:
         baseline = _maxrss_mb()
+    if engine.startswith("quality-"):
+        fn = quality_tomotopy if engine == "quality-tomotopy" else quality_jaxtopics
+        res = fn(k, corpus, args)
+        res.update(k=k, num_tokens=corpus.num_tokens)
+        print("RESULT " + json.dumps(res), flush=True)
+        return
     fn = run_jaxtopics if engine in JAX_ENGINES else run_tomotopy
     res = fn(engine, k, corpus, args)
     peak = _maxrss_mb()
@@ -303,9 +528,10 @@ def child_main(args) -> None:
 # driver (parent process)
 
 
-def run_child(args, corpus_file: str, engine: str, k: int, scale: str = "1") -> dict:
+def run_child(args, corpus_file: str, engine: str, k: int, scale: str = "1",
+              extra: list[str] = ()) -> dict:
     cmd = [sys.executable, os.path.abspath(__file__), *sys.argv[1:],
-           "--one", f"{engine},{k},{scale}", "--corpus-file", corpus_file]
+           "--one", f"{engine},{k},{scale}", "--corpus-file", corpus_file, *extra]
     _log(f"-> {engine} K={k}" + ("" if scale == "1" else f" (corpus scale {scale})"))
     t = time.perf_counter()
     try:
@@ -319,6 +545,8 @@ def run_child(args, corpus_file: str, engine: str, k: int, scale: str = "1") -> 
         if line.startswith("RESULT "):
             res = json.loads(line[len("RESULT "):])
             res["child_wall_s"] = wall
+            if engine.startswith("quality-"):
+                return res
             _log(f"   {res['tokens_per_s'] / 1e6:.2f} M tokens/s, ll/token {res['ll_per_token']:.4f}, "
                  f"peak RSS {res['rss_peak_mb']:.0f} MiB ({wall:.1f} s in all)")
             return res
@@ -406,7 +634,8 @@ def main() -> None:
     corpus = build_corpus(args)
     gen_s = time.perf_counter() - t
     n = corpus.num_tokens
-    print(f"corpus: synthetic LDA, D={corpus.num_docs} V={corpus.num_words} N={n} "
+    print(f"corpus: synthetic LDA, D={corpus.num_docs} V={corpus.num_words} (the words that "
+          f"occur, of {args.words}) N={n} "
           f"(K_true={args.true_topics}, built in {gen_s:.1f} s); alpha={args.alpha} "
           f"beta={args.beta}; {args.sweeps} warm-up + {args.sweeps} timed sweeps; "
           f"parallel: " + " ".join(f"{f}={_setting(args, f)}" for f in
@@ -419,6 +648,18 @@ def main() -> None:
         np.savez(corpus_file, word_ids=corpus.word_ids, doc_offsets=corpus.doc_offsets,
                  num_words=corpus.num_words)
         del corpus
+        if args.quality:
+            rows = quality_main(args, corpus_file, ks)
+            if args.json:
+                with open(args.json, "w") as f:
+                    json.dump(dict(meta=dict(date=_dt.datetime.now().isoformat(timespec="seconds"),
+                                             jax=jax.__version__, tomotopy=tp_version,
+                                             cpus=os.cpu_count(), args=vars(args), num_tokens=n,
+                                             load=os.getloadavg()), quality=rows), f, indent=1)
+            load = os.getloadavg()
+            print(f"\nload avg now {load[0]:.2f} (2-core machines shared with other jobs skew "
+                  f"the timings)")
+            return
         for k in ks:
             rounds = [[run_child(args, corpus_file, engine, k) for engine in engines]
                       for _ in range(args.repeats)]
