@@ -39,6 +39,7 @@ from jaxtopics.ops import (
     strided_width,
     to_strided,
     uniform_index,
+    uniform_integer,
 )
 from enumeration_stats import pooled_chisquare_p as _pooled_chisquare_p, tv_bound as _tv_bound
 
@@ -270,6 +271,29 @@ def test_uniform_index_is_uniform() -> None:
     n = 7
     draws = np.asarray(uniform_index(jnp.asarray(_uniforms(5, 100_000)), n))
     _check_distribution(draws, np.full(n, 1 / n))
+
+
+def test_uniform_integer_is_uniform_where_a_float32_product_is_not() -> None:
+    """n = 2^24: a float32 uniform is m / 2^23, so floor(u n) = 2 m is never odd (half of the
+    indices are never drawn: the control); uniform_integer's parities are uniform, and its
+    values cover [0, n)."""
+    n = 2**24
+    key = jax.random.key(3)
+    draws = np.asarray(uniform_integer(key, jnp.int32(n), (60_000,)))
+    assert draws.dtype == np.int32 and draws.min() >= 0 and draws.max() < n
+    _check_distribution(draws % 2, np.full(2, 1 / 2))
+    _check_distribution(draws // (n // 8), np.full(8, 1 / 8))
+    control = np.asarray(uniform_index(jax.random.uniform(key, (60_000,)), jnp.int32(n)))
+    assert not np.any(control % 2 == 1)
+
+
+def test_uniform_integer_per_element_sizes_and_zero() -> None:
+    n = jnp.array([1, 2, 5, 0, 9], jnp.int32)
+    draws = np.asarray(jax.vmap(lambda k: uniform_integer(k, n, (5,)))(
+        jax.random.split(jax.random.key(0), 2000)))
+    assert np.all(draws[:, [0, 3]] == 0)
+    for col, size in ((1, 2), (2, 5), (4, 9)):
+        assert set(np.unique(draws[:, col])) == set(range(size))
 
 
 # ------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 from jax import Array
 from jax.scipy.special import gammaln
 
-from ..ops import count_table, log_gamma, shard_prefix, shard_sum, uniform_index
+from ..ops import count_table, log_gamma, shard_prefix, shard_sum, uniform_integer
 
 if TYPE_CHECKING:
     from .hdp import Data, Params, State
@@ -183,19 +183,19 @@ def _choose_pair(key: Array, z: Array, tk: _Tokens) -> tuple[Array, Array]:
     not a: uniform among those, whichever candidates hit); only when none is, it is the r-th
     such token found by a running count over all N (uniform too, so b's law is the same,
     without the O(N) prefix sum in most attempts)."""
-    u_sel = jax.random.uniform(key, (3,))
-    ra = uniform_index(u_sel[0], tk.n_all)
+    k_a, k_b, k_half, k_cand = jax.random.split(key, 4)
+    ra = uniform_integer(k_a, tk.n_all)
     ka = _token_at(z, ra, tk)
     same = (z == ka) & tk.real
-    rb_any = uniform_index(u_sel[1], tk.n_all - 1)
+    rb_any = uniform_integer(k_b, tk.n_all - 1)
     rb_any = rb_any + (rb_any >= ra)
     stats = jnp.stack([jnp.sum(same, dtype=jnp.int32), jnp.sum(same & (tk.tok < ra), dtype=jnp.int32)])
     same_before, stats, _ = shard_prefix(stats, tk.axis_name)
     n_same = stats[0]                                   # tokens of a's topic, a included
-    want_same = (u_sel[2] < 0.5) & (n_same > 1)
+    want_same = (jax.random.uniform(k_half) < 0.5) & (n_same > 1)
 
     def by_rank():                                      # the r-th other token of a's topic
-        r_same = uniform_index(u_sel[1], n_same - 1)
+        r_same = uniform_integer(k_b, n_same - 1)
         r_same = r_same + (r_same >= stats[1])
         rb = jnp.searchsorted(jnp.cumsum(same, dtype=jnp.int32) + same_before[0], r_same + 1,
                               side="left").astype(jnp.int32)
@@ -205,7 +205,7 @@ def _choose_pair(key: Array, z: Array, tk: _Tokens) -> tuple[Array, Array]:
             rb = jax.lax.psum(jnp.where(found, tk.tok[jnp.minimum(rb, last)], 0), tk.axis_name)
         return rb
 
-    cand = uniform_index(jax.random.uniform(jax.random.fold_in(key, 1), (_CANDIDATES,)), tk.n_all)
+    cand = uniform_integer(k_cand, tk.n_all, (_CANDIDATES,))
     if tk.axis_name is None:
         z_cand = z[cand]
     else:                          # the shard holding a candidate (its real tokens are numbered
@@ -609,7 +609,7 @@ def _crp_tables(key: Array, q: Array, first: Array, topic: Array, log_pi: Array,
     k_open, k_join = jax.random.split(key)
     conc = alpha * jnp.exp(log_pi[topic])
     opens = jax.random.uniform(k_open, (n,)) * (conc + rank) < conc
-    parent = first + uniform_index(jax.random.uniform(k_join, (n,)), q - first)
+    parent = first + uniform_integer(k_join, q - first, (n,))
     ptr = jnp.where(opens | (rank == 0), q, parent)
     for _ in range(max(1, n.bit_length())):                  # pointer jumping to the roots
         ptr = ptr[ptr]

@@ -40,6 +40,7 @@ from .sampling import (
     log_dirichlet,
     log_gamma,
     uniform_index,
+    uniform_integer,
 )
 from .schedule import (
     LANE_MULTIPLE,
@@ -106,4 +107,5 @@ __all__ = [
     "to_strided",
     "token_log_predictive",
     "uniform_index",
+    "uniform_integer",
 ]
