@@ -12,7 +12,8 @@ import pytest
 @pytest.mark.parametrize("script, args", [("bench_ptm.py", ["--sweeps", "1"]),
                                           ("bench_short_text.py", ["--ptm-sweeps", "1"]),
                                           ("dpmrm_planted.py", ["--sweeps", "10"]),
-                                          ("dpmrm_planted.py", ["--docs", "2"])])
+                                          ("dpmrm_planted.py", ["--docs", "2"]),
+                                          ("hdp_exactness.py", ["--sweeps", "0"])])
 def test_benchmark_scripts_refuse_too_few_sweeps(script, args):
     """Review: these ran on and crashed on an empty trace, a negative sweep count or a corpus
     too small for its labels."""
