@@ -448,6 +448,19 @@ def test_real_tweet_corpus():
 # issue #9
 
 
+def test_token_pattern_scans_every_plane_that_holds_marks():
+    """The mark class is built from planes 0-3 and 14 only (text._MARK_PLANES): this Python's
+    unicodedata has no mark anywhere else."""
+    import sys
+    import unicodedata
+
+    from jaxtopics import text
+    every = [cp for cp in range(sys.maxunicode + 1) if unicodedata.category(chr(cp))[0] == "M"]
+    scanned = [cp for plane in text._MARK_PLANES for cp in plane
+               if unicodedata.category(chr(cp))[0] == "M"]
+    assert scanned == every and len(every) > 2000
+
+
 def test_default_tokenizer_keeps_combining_marks_devanagari():
     """#5: Devanagari vowel signs and viramas are marks, not word breaks: 10 words, no junk."""
     c = Corpus.from_texts(["हिन्दी भाषा बहुत सुंदर है", "मुझे हिन्दी किताबें पसंद हैं"])
