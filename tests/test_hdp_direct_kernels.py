@@ -21,7 +21,8 @@
 * The draw over the first slots only (`_draw_slots`): its width, and the exact posterior with
   40 slots of which 16 are drawn; the split-merge anchors' law (SM3) with the candidate tokens
   and with the running count (all pairs of 30 tokens); merges refused by their bound make the
-  moves of attempts that draw every proposal.
+  moves of attempts that draw every proposal; the moves' gathers of materialised values (`_at`)
+  equal plain gathers.
 
 FAMILY_ALPHA = 1e-3 is split over the file's statistics (Bonferroni).
 """
@@ -447,3 +448,24 @@ def test_merges_refused_by_their_bound_are_the_moves_of_full_attempts() -> None:
                 np.testing.assert_array_equal(np.asarray(a), np.asarray(b),
                                               err_msg=f"{name}, {k0} topics, compact {compact}")
             assert int(np.sum(full[5])) >= 1, (k0, compact)
+
+
+def test_gathers_of_materialised_values_are_the_plain_gathers() -> None:
+    """`_at` (the split-merge moves' gathers of per-word and per-document values, materialised
+    before the gather so that XLA:CPU does not recompute their logs per token) gives exactly
+    x[idx]: float logs, comparisons of logs and integers, under jit and vmap."""
+    from jaxtopics.models.hdp_split_merge import _at
+
+    idx = jax.random.randint(jax.random.key(0), (1000,), 0, 37)
+    counts = jax.random.randint(jax.random.key(1), (4, 37), 0, 50)
+    u = jax.random.uniform(jax.random.key(2), (4, 37))
+
+    def both(c, u):
+        logs = jnp.log(c.astype(jnp.float32) + 0.05) - jnp.log(jnp.sum(c) + 1.85)
+        draw = jnp.log(u) < jax.nn.log_sigmoid(logs)
+        return (_at(logs, idx), _at(draw, idx), _at(c, idx)), (logs[idx], draw[idx], c[idx])
+
+    for got, want in (jax.jit(jax.vmap(both))(counts, u), jax.vmap(both)(counts, u)):
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
