@@ -3,7 +3,8 @@
 
 On bench_lda.py's corpus (D=5000, V=10000 cut to the words used, mean length 200, K_true=50;
 ~1M tokens), for every K in --ks: ``lda.Params(K, draw=...)`` for draw in dense and sparse,
-one jitted sweep each (compiled and run once first), then --repeats timed sweeps of each draw,
+from the same start (--init, default incremental), one jitted sweep each (compiled and run once
+first), then --repeats timed sweeps of each draw,
 alternated (dense, sparse, dense, ...) so that both see the same machine load. Prints the
 median seconds per sweep, tokens/s and the speed-up (dense time / sparse time), with the load.
 
@@ -31,6 +32,11 @@ def main(argv=None) -> None:
     ap.add_argument("--docs", type=int, default=5000)
     ap.add_argument("--words", type=int, default=10000)
     ap.add_argument("--doc-length", type=float, default=200)
+    ap.add_argument("--init", default="incremental", choices=("incremental", "random"),
+                    help="the chain's start: incremental (each block drawn from (1) given those "
+                         "before: documents already hold few topics, as in a running chain) or "
+                         "random (uniform topics: every document spread over ~its length in "
+                         "topics, the sparse draw's worst case)")
     args = ap.parse_args(argv)
     import jax
     from bench_lda import build_corpus
@@ -42,14 +48,14 @@ def main(argv=None) -> None:
     n = corpus.num_tokens
     draws = args.draws.split(",")
     print(f"jax {jax.__version__}, {jax.devices()[0]}, N={n:,}, D={corpus.num_docs}, "
-          f"V={corpus.num_words}, load {os.getloadavg()}")
+          f"V={corpus.num_words}, init {args.init}, load {os.getloadavg()}")
     print("| K | " + " | ".join(f"{d} s/sweep | {d} M tokens/s" for d in draws)
           + " | dense / sparse time |")
     print("|---|" + "---|---|" * len(draws) + "---|")
     for k in (int(x) for x in args.ks.split(",")):
         runs = {}
         for draw in draws:
-            params = lda.Params(k, draw=draw)
+            params = lda.Params(k, draw=draw, init=args.init)
             data = lda.prepare(corpus, params)
             state = lda.init(jax.random.key(0), data, params)
             step = jax.jit(lambda key, st, data, params=params: lda.sweep(key, st, data, params)[0])

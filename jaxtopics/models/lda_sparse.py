@@ -9,9 +9,12 @@ the block, their number bounded by ``Data.block_words``). A document longer than
 ``MAX_MEMBERS`` tokens draws with the dense draw (a chunk holding one runs both and keeps the
 dense draw for those tokens).
 
-"auto" (:func:`uses_sparse`) measured, ``scripts/bench_lda.py --draw dense,sparse`` on the
-benchmark corpus (docs/benchmarks.md): on XLA:CPU the sparse sweep is faster from
-K = ``CPU_MIN_TOPICS``; no GPU was measured, so "auto" keeps the dense draw there.
+"auto" (:func:`uses_sparse`): measured by ``scripts/profile_sparse_draw.py`` on the benchmark
+corpus (1M tokens, documents of ~200 tokens; docs/benchmarks.md, 2026-12-05, loaded machine):
+whole sweeps, sparse against dense time, 0.19x at K=500, 0.34x at 1000, 0.50x at 2000 and
+1.01-1.11x at 5000 on XLA:CPU, whose scalar gathers (the document bucket's ~200 per token)
+cost about what ten elements of a dense row do. So "auto" draws sparsely on the CPU from
+K = ``CPU_MIN_TOPICS`` only; no GPU was measured, so "auto" keeps the dense draw there.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from ..ops import block_uniforms, chunked_map, distinct_words, sparse_topic_draw
 #: documents longer than this many tokens draw densely (the members list's static length cap)
 MAX_MEMBERS = 1024
 #: "auto" picks the sparse draw on XLA:CPU from this K (measured crossover, docs/benchmarks.md)
-CPU_MIN_TOPICS = 2000
+CPU_MIN_TOPICS = 5000
 #: [chunk, entries] float32 elements of the sparse draw's level-1 weights per chunk
 _CHUNK_ELEMENTS = 2 ** 18
 
