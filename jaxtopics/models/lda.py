@@ -97,7 +97,7 @@ SHARDING = Sharding(
 #: parameters added after model files of format 2 were written, with the value older files ran
 #: with (not today's default); every other parameter must be in a model file
 PARAMS_ADDED_LATER = {"sync_every": 1, "exchange": "moves", **learned_priors.DEFAULTS,
-                      **seed_words.DEFAULTS}
+                      **seed_words.DEFAULTS, "draw": "dense"}
 #: State fields added after model files were written: a function of the file's params giving
 #: the value the chain had (learned priors: the fixed ones it ran with)
 STATE_ADDED_LATER = learned_priors.state_added_later(lambda params: params.num_topics)
