@@ -238,3 +238,24 @@ def test_auto_picks_by_backend_and_k_and_validation():
     with pytest.raises(ParameterError, match="draw='sparse'"):
         lda.check_params(lda.Params(3, draw="sparse", sampler="sequential"))
     assert lda.check_params(lda.Params(3, draw="sparse")).draw == "sparse"
+
+
+def test_cli_draw_option(tmp_path, capsys):
+    """``jaxtopics fit --draw sparse`` fits and saves the setting; a bad value or a clash with
+    ``--mh-steps`` is refused naming the flag."""
+    import jaxtopics as jt
+    from jaxtopics.cli import main
+
+    src = tmp_path / "docs.txt"
+    src.write_text("apples pears fruit apples\ncat mat hat cat\n" * 3, encoding="utf-8")
+    base = ["fit", "--input", str(src), "--no-progress", "--devices", "1", "--sweeps", "3",
+            "--num-topics", "2"]
+    assert main(base + ["--out", str(tmp_path / "o"), "--draw", "sparse"]) == 0
+    assert jt.load(tmp_path / "o" / "model.jtm").params.draw == "sparse"
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        main(base + ["--out", str(tmp_path / "p"), "--draw", "fast"])
+    assert exit_.value.code == 2 and "--draw" in capsys.readouterr().err
+    assert main(base + ["--out", str(tmp_path / "q"), "--draw", "sparse", "--mh-steps", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "draw='sparse'" in err and "mh_steps" in err.replace("--mh-steps", "mh_steps"), err
