@@ -5,7 +5,7 @@ random count tables, with and without the own token's exclusion, for an empty do
 document of one token and K from 1 to 500; many draws of a few tokens pass a chi-square test
 against the exact probabilities, and the same test rejects a wrong law (the own token left in).
 (b) The LDA kernel with draw="sparse" passes the exact-enumeration test (in
-test_lda_kernels.py: ``parallel-sparse``); here, with every document longer than the members
+test_lda_kernels.py: ``parallel-sparse``); here, with two of three documents longer than the members
 cap (the dense fallback, in a chunk mixed with sparse tokens), the same enumeration at fewer
 chains. (c) Same seed, same chain, bitwise. (d) "auto"'s choice and the setting's validation.
 
@@ -15,7 +15,6 @@ over its statistics; tolerances come from the number of draws.
 
 from __future__ import annotations
 
-import functools
 
 import jax
 import jax.numpy as jnp

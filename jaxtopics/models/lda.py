@@ -295,8 +295,9 @@ def check_params(params: Params) -> Params:
                              "Metropolis-Hastings document proposal draws from a symmetric "
                              f"alpha only, got mh_steps={sizes['mh_steps']}")
     return params._replace(num_topics=k, alpha=alpha, beta=beta, sampler=str(params.sampler),
-                           init=str(params.init), exchange=str(params.exchange), draw=str(params.draw), **sizes,
-                           **learning, seed_words=seed_words.check(params))
+                           init=str(params.init), exchange=str(params.exchange),
+                           draw=str(params.draw), **sizes, **learning,
+                           seed_words=seed_words.check(params))
 
 
 def initial_priors(params: Params) -> tuple[np.ndarray, np.ndarray]:
