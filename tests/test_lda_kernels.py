@@ -485,7 +485,8 @@ def test_planted_topic_recovery_parallel() -> None:
     _assert_consistent(pick, params, data, batched=False)
 
 
-@pytest.mark.parametrize("settings", [dict(), dict(mh_steps=2), dict(sampler="sequential")])
+@pytest.mark.parametrize("settings", [dict(), dict(mh_steps=2), dict(sampler="sequential"),
+                                      dict(draw="sparse")])
 def test_driver_chunks_are_the_plain_sweeps_bitwise(settings):
     """fit.run_chunk carries the exact parallel kernel's z in block layout across its sweeps
     (lda.to_carry / sweep_carry / from_carry); every kernel's chain is still the one of
