@@ -39,7 +39,7 @@ def _problem(seed: int, k: int, tokens: int, m: int, exclude_own: bool, empty: b
     word = rng.integers(0, v, tokens).astype(np.int32)
     old = rng.integers(0, k, tokens).astype(np.int32)
     length = np.zeros(tokens, int) if empty else rng.integers(0, m + 1, tokens)
-    members = np.full((tokens, m), -1, np.int32)
+    members = np.full((tokens, m + 1), -1, np.int32)
     for i, n in enumerate(length):
         # few distinct topics in a document, as late in a chain (and some spread-out ones)
         pool = rng.integers(0, k, max(1, min(k, 3 if i % 2 else k)))
@@ -51,9 +51,11 @@ def _problem(seed: int, k: int, tokens: int, m: int, exclude_own: bool, empty: b
     group = np.zeros((tokens, k), np.int32)
     for i in range(tokens):
         listed = members[i][members[i] >= 0]
-        np.add.at(group[i], listed, 1)
+        np.add.at(group[i], listed, 1)           # (before the token itself is listed, below)
         if exclude_own:
             group[i, old[i]] += 1
+            if i % 3 == 0:                          # the token itself may be listed too
+                members[i, m] = old[i]
     return dict(word=word, old=old, members=members, word_topic=word_topic, topic=topic,
                 alpha=alpha, group=group, v=v)
 
@@ -72,7 +74,9 @@ def _sparse_inputs(p, beta: float):
     words, slot = distinct_words(jnp.asarray(p["word"]), p["v"], p["v"])
     table = word_group_table(words, jnp.asarray(p["word_topic"]), jnp.asarray(p["topic"]),
                              jnp.asarray(p["alpha"]), beta, p["v"])
-    return (jnp.asarray(p["members"]), jnp.asarray(p["word"]), slot, jnp.asarray(p["old"]),
+    own_count = p["group"][np.arange(len(p["old"])), p["old"]]
+    return (jnp.asarray(p["members"]), jnp.asarray(own_count), jnp.asarray(p["word"]), slot,
+            jnp.asarray(p["old"]),
             jnp.asarray(p["word_topic"]), jnp.asarray(p["topic"]), table,
             jnp.asarray(p["alpha"]), beta, p["v"])
 

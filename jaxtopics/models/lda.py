@@ -789,8 +789,8 @@ def _blocked_sweep(key: Array, state: State, data: Data, params: Params,
             old = st.z[pos]
             alpha, beta = _priors(st, params)
             new = jnp.where(valid, block_draw(
-                jax.random.fold_in(key, b), b, doc, word, old, valid, st, data, params, v,
-                word_rows, alpha, beta,
+                jax.random.fold_in(key, b), doc, word, old, st, data, params, v, word_rows,
+                alpha, beta,
                 lambda u, d, w, o: _dense_block_draw(u, d, w, o, st, params, v)), 0)
         elif exact:
             # The previous block's new topics are written first: written after this block's

@@ -65,29 +65,29 @@ def _members(data) -> int:
     return int(max(1, min(bound, MAX_MEMBERS)))
 
 
-def block_draw(block_key: Array, b: Array, doc: Array, word: Array, old: Array, valid: Array,
-               st, data, params, v: int, word_rows: int, alpha, beta, dense) -> Array:
-    """New topics [C] of block `b`'s tokens (row b of the layout; ``valid`` marks them), z in
-    corpus order in ``st``. `dense(u, doc, word, old)`: the dense draw, for long documents."""
-    num_blocks, width = data.word.shape
+def block_draw(block_key: Array, doc: Array, word: Array, old: Array, st, data, params, v: int,
+               word_rows: int, alpha, beta, dense) -> Array:
+    """New topics [C] of a block's tokens (a row of the layout; slots without a token hold word
+    `word_rows`, their draws are discarded by the caller), z in corpus order in ``st``.
+    `dense(u, doc, word, old)`: the dense draw, for long documents."""
+    width = data.word.shape[1]
     n = data.num_tokens
     size = min(data.block_words or width, width)
     words, slot = distinct_words(word, size, word_rows)
     table = word_group_table(words, st.word_topic, st.topic, alpha, beta, v)
     m = _members(data)
     steps = jnp.arange(m)
-    pos = jnp.where(valid, b + num_blocks * jnp.arange(width), n)
     long_docs = data.max_doc_len == 0 or data.max_doc_len > m
 
     def draw(c):
-        at, doc_c, word_c, old_c, pos_c, slot_c = c
+        at, doc_c, word_c, old_c, slot_c = c
         u = block_uniforms(block_key, None, (2, width), positions=jnp.stack([at, width + at]))
         start, length = data.doc_start[doc_c], data.doc_len[doc_c]
         index = start[:, None] + steps[None, :]
-        listed = (steps[None, :] < length[:, None]) & (index != pos_c[:, None])
-        members = jnp.where(listed, st.z[jnp.minimum(index, n)], -1)
-        new = sparse_topic_draw(u, members, word_c, slot_c, old_c, st.word_topic, st.topic,
-                                table, alpha, beta, v)
+        # the document's tokens (its own one too: topic old is read from n_d,old instead)
+        members = jnp.where(steps[None, :] < length[:, None], st.z[jnp.minimum(index, n)], -1)
+        new = sparse_topic_draw(u, members, st.doc_topic[doc_c, old_c], word_c, slot_c, old_c,
+                                st.word_topic, st.topic, table, alpha, beta, v)
         if not long_docs:
             return new
         long = length > m
@@ -97,4 +97,4 @@ def block_draw(block_key: Array, b: Array, doc: Array, word: Array, old: Array, 
 
     chunk = min(params.chunk_size, max(64, _CHUNK_ELEMENTS // (m + 1 + table.shape[1])))
     pieces = -(-width // chunk)
-    return chunked_map(draw, (jnp.arange(width), doc, word, old, pos, slot), -(-width // pieces))
+    return chunked_map(draw, (jnp.arange(width), doc, word, old, slot), -(-width // pieces))

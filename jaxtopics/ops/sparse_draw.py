@@ -7,14 +7,15 @@ phi'_kw = (n_kw - [k=old] + beta) / (n_k - [k=old] + V beta). Then (1) splits in
     p_k ∝ (n_gk - [k=old]) phi'_kw  +  alpha_k phi'_kw                                   (2)
           ^ S: only the group's topics  ^ Q: every topic, a function of the word
 
-S is summed over the group's *other members* (sum_k (n_gk - [k=old]) phi'_kw = sum over the
-group's tokens j != i of phi'_{z_j w}), so it costs the group's length M, not K, and needs no
+S is summed over the group's *members* other than topic old (sum_{k != old} n_gk phi'_kw = sum
+over the group's tokens j with z_j != old of phi'_{z_j w}) plus one entry for old,
+(n_g,old - [own] + alpha_old) phi'_old,w, so it costs the group's length M, not K, and needs no
 per-group topic list to maintain. Q differs from the word's own row
 Q_w(k) = alpha_k (n_kw + beta) / (n_k + V beta) only at k = old, so Q_w is built once per
 distinct word of a block, as sums over G ~ sqrt(K) strided groups of topics (group c holds
 topics c, c + G, c + 2G, ...: :func:`word_group_table`), and a token draws (2) in two levels:
-one categorical over its M + 1 S-entries (the old topic's alpha_old phi'_old,w moved into S)
-and the G group sums of Q_w with topic ``old`` taken out of its group, then, if a group was
+one categorical over its M + 1 S-entries (old's alpha_old phi'_old,w moved into S) and the G
+group sums of Q_w with topic ``old`` taken out of its group, then, if a group was
 picked, one among the S = ceil(K / G) topics of that group. O(M + sqrt(K)) per token plus
 O(K) per distinct word, against O(K) per token for ``collapsed_topic_draw``; exact against
 the same counts up to float32 rounding. Symmetric beta only (a per-topic beta_kw, seed words,
@@ -108,9 +109,9 @@ def word_group_table(words: Array, word_topic: Array, topic_totals: Array,
     return chunked_map(rows, words, max(8, _TABLE_ELEMENTS // max(k, 1)))
 
 
-def _buckets(members: Array, word: Array, slot: Array, old: Array, word_topic: Array,
-             topic_totals: Array, table: Array, alpha: Array | float, beta: float | Array,
-             num_words: int, exclude_own: bool):
+def _buckets(members: Array, own_count: Array, word: Array, slot: Array, old: Array,
+             word_topic: Array, topic_totals: Array, table: Array, alpha: Array | float,
+             beta: float | Array, num_words: int, exclude_own: bool):
     """The level-1 weights [C, M + 1 + G] of (2) with their topics [C, M + 1] (S entries) and
     the level-2 inputs; see :func:`sparse_topic_draw`."""
     k = topic_totals.shape[0]
@@ -120,23 +121,21 @@ def _buckets(members: Array, word: Array, slot: Array, old: Array, word_topic: A
     old = old.astype(jnp.int32)
     own_inverse = 1.0 / (topic_totals[old].astype(jnp.float32) - 1.0 + num_words * beta)
 
-    def phi(topics):                         # phi'_kw at [C, n] topics (any in [0, K))
-        cell = word_topic[word[:, None], topics].astype(jnp.float32)
-        own = (topics == old[:, None]) & exclude_own
-        return (cell + jnp.where(own, beta - 1.0, beta)
-                ) * jnp.where(own, own_inverse[:, None], inverse[topics])
-
-    listed = members >= 0
-    s_weight = jnp.where(listed, phi(jnp.maximum(members, 0)), 0.0)
-    own_alpha = (a[old] * phi(old[:, None])[:, 0]) if exclude_own else jnp.zeros_like(own_inverse)
-    s_weight = jnp.concatenate([s_weight, own_alpha[:, None]], axis=1)
-    s_topic = jnp.concatenate([jnp.maximum(members, 0), old[:, None]], axis=1)
+    # members of topic old (and padding, -1) weigh 0: old's whole S mass is the last entry
+    listed = (members >= 0) & (members != old[:, None])
+    topics = jnp.maximum(members, 0)
+    s_weight = jnp.where(listed, (word_topic[word[:, None], topics].astype(jnp.float32) + beta)
+                         * inverse[topics], 0.0)
+    own = 1.0 if exclude_own else 0.0
+    phi_old = (word_topic[word, old].astype(jnp.float32) + beta - own) * (
+        own_inverse if exclude_own else inverse[old])
+    old_weight = (own_count.astype(jnp.float32) - own + a[old]) * phi_old
+    s_weight = jnp.concatenate([s_weight, old_weight[:, None]], axis=1)
+    s_topic = jnp.concatenate([topics, old[:, None]], axis=1)
 
     def group_members(c):                     # [C] group -> its topics [C, S] and valid mask
         topics = c[:, None] + g * jnp.arange(s)[None, :]
-        valid = topics < k
-        if exclude_own:
-            valid &= topics != old[:, None]
+        valid = (topics < k) & (topics != old[:, None])      # old's Q share is in S
         return jnp.minimum(topics, k - 1), valid
 
     def q_weights(c):                         # Q_w at group c's members, topic old excluded
@@ -144,30 +143,31 @@ def _buckets(members: Array, word: Array, slot: Array, old: Array, word_topic: A
         cell = word_topic[word[:, None], topics].astype(jnp.float32)
         return jnp.where(valid, (cell + beta) * scale[topics], 0.0)
 
+    # old's group less old's own Q_w(old) (its share is in S); a group left with no other
+    # member (the last G - (K - (S-1) G) groups hold S-1 topics) gets exactly 0
     q_group = table[slot]                                             # [C, G]
-    if exclude_own:
-        # old's group less old's own Q_w(old); a group left with no other member (the last
-        # G - (K - (S-1) G) groups hold S-1 topics: S = 2 there means one other) gets exactly 0
-        own_group = old % g
-        others = (k - 1 - own_group) // g                 # members of old's group besides old
-        own_q = (word_topic[word, old].astype(jnp.float32) + beta) * scale[old]
-        rest = jnp.where(others > 0, jnp.maximum(table[slot, own_group] - own_q, 0.0), 0.0)
-        q_group = jnp.where(jnp.arange(g)[None, :] == own_group[:, None], rest[:, None], q_group)
+    own_group = old % g
+    others = (k - 1 - own_group) // g                     # members of old's group besides old
+    own_q = (word_topic[word, old].astype(jnp.float32) + beta) * scale[old]
+    rest = jnp.where(others > 0, jnp.maximum(table[slot, own_group] - own_q, 0.0), 0.0)
+    q_group = jnp.where(jnp.arange(g)[None, :] == own_group[:, None], rest[:, None], q_group)
     return jnp.concatenate([s_weight, q_group], axis=1), s_topic, group_members, q_weights
 
 
-def sparse_topic_draw(u: Array, members: Array, word: Array, slot: Array, old: Array,
-                      word_topic: Array, topic_totals: Array, table: Array,
+def sparse_topic_draw(u: Array, members: Array, own_count: Array, word: Array, slot: Array,
+                      old: Array, word_topic: Array, topic_totals: Array, table: Array,
                       alpha: Array | float, beta: float | Array, num_words: int,
                       exclude_own: bool = True) -> Array:
     """Exact draw from (1) for a chunk of C tokens, by the split (2).
 
     Args:
         u: [2, C] uniforms in [0, 1) (level 1, level 2).
-        members: [C, M] int32 topics of each token's group's *other* tokens at the counts'
-            state, -1 for none (padding); their topic counts must be n_g. less the token's own
-            when `exclude_own` (all of n_g. otherwise). A group with more than M other tokens
-            needs the dense draw.
+        members: [C, M] int32 topics of each token's group's tokens at the counts' state
+            (the token itself may be listed or not), -1 for none (padding); entries of topic
+            `old` are not read, the others' counts must be n_g. off topic old. A group with
+            more than M tokens needs the dense draw.
+        own_count: [C] n_g,old, the group's count at `old` (the token included when
+            `exclude_own`).
         word: [C] each token's row of `word_topic`.
         slot: [C] each token's row of `table`.
         old: [C] each token's current topic (excluded from n_kw and n_k when `exclude_own`).
@@ -183,8 +183,8 @@ def sparse_topic_draw(u: Array, members: Array, word: Array, slot: Array, old: A
     k = topic_totals.shape[0]
     g, _ = topic_groups(k)
     weights, s_topic, group_members, q_weights = _buckets(
-        members, word, slot, old, word_topic, topic_totals, table, alpha, beta, num_words,
-        exclude_own)
+        members, own_count, word, slot, old, word_topic, topic_totals, table, alpha, beta,
+        num_words, exclude_own)
     first = categorical(u[0], weights)
     m1 = s_topic.shape[1]
     group = jnp.clip(first - m1, 0, g - 1)
@@ -195,15 +195,16 @@ def sparse_topic_draw(u: Array, members: Array, word: Array, slot: Array, old: A
     return jnp.where(first < m1, in_s, in_q).astype(jnp.int32)
 
 
-def sparse_topic_weights(members: Array, word: Array, slot: Array, old: Array, word_topic: Array,
-                         topic_totals: Array, table: Array, alpha: Array | float,
-                         beta: float | Array, num_words: int, exclude_own: bool = True) -> Array:
+def sparse_topic_weights(members: Array, own_count: Array, word: Array, slot: Array, old: Array,
+                         word_topic: Array, topic_totals: Array, table: Array,
+                         alpha: Array | float, beta: float | Array, num_words: int,
+                         exclude_own: bool = True) -> Array:
     """The unnormalised law over the K topics that :func:`sparse_topic_draw` draws from (for
     tests: it equals (1) up to a factor per token).
 
     Args:
-        members, word, slot, old, word_topic, topic_totals, table, alpha, beta, num_words,
-            exclude_own: as for :func:`sparse_topic_draw`.
+        members, own_count, word, slot, old, word_topic, topic_totals, table, alpha, beta,
+            num_words, exclude_own: as for :func:`sparse_topic_draw`.
 
     Returns:
         float32 [C, K]: the S entries added at their topics, plus each group's level-1 mass
@@ -212,8 +213,8 @@ def sparse_topic_weights(members: Array, word: Array, slot: Array, old: Array, w
     k = topic_totals.shape[0]
     g, _ = topic_groups(k)
     weights, s_topic, group_members, q_weights = _buckets(
-        members, word, slot, old, word_topic, topic_totals, table, alpha, beta, num_words,
-        exclude_own)
+        members, own_count, word, slot, old, word_topic, topic_totals, table, alpha, beta,
+        num_words, exclude_own)
     m1 = s_topic.shape[1]
     rows = jnp.arange(weights.shape[0])[:, None]
     out = jnp.zeros((weights.shape[0], k), jnp.float32).at[rows, s_topic].add(weights[:, :m1])
