@@ -2,7 +2,7 @@
 
 A block's tokens draw from (1) against the counts at the block's start, as with the dense
 draw, split as (2) of ``ops.sparse_draw`` (Yao, Mimno & McCallum 2009; Xie et al. 2019): the
-document bucket is summed over the document's other tokens, read from z kept in corpus order
+document bucket is summed over the document's tokens (topic old's entry from n_d,old), read from z in corpus order
 (a document's tokens are contiguous there), so no per-document topic list is maintained; the
 word bucket's group sums are built once per block for the block's distinct words (found in
 the block, their number bounded by ``Data.block_words``). A document longer than
@@ -11,8 +11,8 @@ dense draw for those tokens).
 
 "auto" (:func:`uses_sparse`): measured by ``scripts/profile_sparse_draw.py`` on the benchmark
 corpus (1M tokens, documents of ~200 tokens; docs/benchmarks.md, 2026-12-05, loaded machine):
-whole sweeps, sparse against dense time, 0.19x at K=500, 0.34x at 1000, 0.50x at 2000 and
-1.01-1.11x at 5000 on XLA:CPU, whose scalar gathers (the document bucket's ~200 per token)
+whole sweeps, dense time / sparse time 0.25 at K=500, 0.47 at 1000, 0.63 at 2000, 1.06 at 5000
+and 1.19 at 10000 on XLA:CPU, whose scalar gathers (the document bucket's ~250 per token)
 cost about what ten elements of a dense row do. So "auto" draws sparsely on the CPU from
 K = ``CPU_MIN_TOPICS`` only; no GPU was measured, so "auto" keeps the dense draw there.
 """
