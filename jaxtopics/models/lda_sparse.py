@@ -2,8 +2,9 @@
 
 A block's tokens draw from (1) against the counts at the block's start, as with the dense
 draw, split as (2) of ``ops.sparse_draw`` (Yao, Mimno & McCallum 2009; Xie et al. 2019): the
-document bucket is summed over the document's tokens (topic old's entry from n_d,old), read from z in corpus order
-(a document's tokens are contiguous there), so no per-document topic list is maintained; the
+document bucket is summed over the document's tokens (topic old's entry from n_d,old), read
+from z in corpus order (a document's tokens are contiguous there), so no per-document topic
+list is maintained; the
 word bucket's group sums are built once per block for the block's distinct words (found in
 the block, their number bounded by ``Data.block_words``). A document longer than
 ``MAX_MEMBERS`` tokens draws with the dense draw (a chunk holding one runs both and keeps the
