@@ -350,6 +350,10 @@ class LDA(_Estimator):
         seed_weight: the pseudo-count a listed seed word adds to its topic's prior (default 1).
         unknown_seed_words: "error" (default: a seed word the corpus lacks is an error naming
             it and its topic) or "skip" (it is left out).
+        draw: the exact parallel kernel's per-token draw: "dense" (O(K)), "sparse" (SparseLDA /
+            CuLDA's split, ``jaxtopics.ops.sparse_draw``: the same law, O(document length +
+            sqrt(K)) per token) or "auto" (default: by K and backend,
+            ``jaxtopics.models.lda_sparse``).
 
     Example:
         >>> import jaxtopics as jt
@@ -371,13 +375,14 @@ class LDA(_Estimator):
                  exchange: str = "rotate", optimize_alpha: str | None = None,
                  optimize_beta: bool = False, optimize_every: int = 10, burn_in: int = 50,
                  optimizer: str = "minka", seed_words: Mapping[int, Any] | None = None,
-                 seed_weight: float = _seeds.DEFAULT_WEIGHT, unknown_seed_words: str = "error"):
+                 seed_weight: float = _seeds.DEFAULT_WEIGHT, unknown_seed_words: str = "error",
+                 draw: str = "auto"):
         self.params = lda.check_params(lda.Params(
             num_topics=num_topics, alpha=check_number(alpha, "alpha"), beta=check_number(beta, "beta"),
             sampler=sampler, num_blocks=num_blocks, mh_steps=mh_steps, chunk_size=chunk_size,
             init=init, sync_every=sync_every, exchange=exchange, optimize_alpha=optimize_alpha,
             optimize_beta=optimize_beta, optimize_every=optimize_every, burn_in=burn_in,
-            optimizer=optimizer))
+            optimizer=optimizer, draw=draw))
         self._take_seed_words(seed_words, seed_weight, unknown_seed_words)
 
 

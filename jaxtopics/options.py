@@ -102,6 +102,9 @@ MODEL_OPTIONS: dict[str, tuple[Option, ...]] = {
             NUM_BLOCKS,
             Option("--mh-steps", "mh_steps", int, "LDA parallel: Metropolis-Hastings cycles "
                    "per token instead of an exact draw (default 0: exact; for very large K)"),
+            Option("--draw", "draw", str, "LDA parallel, exact draws: dense, sparse (the same "
+                   "law, cheaper at large K) or auto (default: by K and backend)",
+                   choices=("auto", "dense", "sparse")),
             *LEARNED_PRIORS, *SEED_WORDS),
     "slda": (NUM_TOPICS, NUM_BLOCKS, SPLIT_MERGE_STEPS, *LEARNED_PRIORS),
     "ptm": (NUM_TOPICS,

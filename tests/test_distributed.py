@@ -136,9 +136,10 @@ def test_one_process_reads_the_whole_file_as_the_corpus_readers_do(tmp_path):
         dist.read_process_corpus(text, "text", label_key="y")
 
 
-def test_one_shard_is_the_parallel_sweep(corpus):
+@pytest.mark.parametrize("draw", ["dense", "sparse"])
+def test_one_shard_is_the_parallel_sweep(corpus, draw):
     """With one shard the sharded sweep is exactly lda's parallel sweep (bitwise)."""
-    params = lda.Params(num_topics=4, num_blocks=8)
+    params = lda.Params(num_topics=4, num_blocks=8, draw=draw)
     mesh = dist.make_mesh(1, CPUS)
     sdata = dist.prepare(corpus, params, 1)
     state = dist.init(jax.random.key(0), sdata, params)
@@ -154,8 +155,9 @@ def test_one_shard_is_the_parallel_sweep(corpus):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
-def test_four_shards_keep_counts_consistent(corpus):
-    params = lda.Params(num_topics=5, num_blocks=8)
+@pytest.mark.parametrize("settings", [{}, dict(draw="sparse", exchange="moves")])
+def test_four_shards_keep_counts_consistent(corpus, settings):
+    params = lda.Params(num_topics=5, num_blocks=8, **settings)
     state, sdata = _run(corpus, params, 4, 15)
     assert len(state.z.sharding.device_set) == 4
     merged = dist.gather(state, sdata)
@@ -345,10 +347,11 @@ def test_a_shards_count_bound_is_the_whole_corpus_s():
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=name)
 
 
-@pytest.mark.parametrize("exchange, sync_every, shards", [
-    ("moves", 1, 4), ("moves", 3, 4), ("moves", 4, 4), ("rotate", 4, 4), ("rotate", 4, 3),
-    ("rotate", 4, 2)])
-def test_driver_chunks_carry_the_block_layout_bitwise(corpus, exchange, sync_every, shards):
+@pytest.mark.parametrize("exchange, sync_every, shards, draw", [
+    ("moves", 1, 4, "dense"), ("moves", 3, 4, "dense"), ("moves", 4, 4, "dense"),
+    ("rotate", 4, 4, "dense"), ("rotate", 4, 3, "dense"), ("rotate", 4, 2, "dense"),
+    ("moves", 1, 4, "sparse"), ("moves", 3, 4, "sparse")])
+def test_driver_chunks_carry_the_block_layout_bitwise(corpus, exchange, sync_every, shards, draw):
     """fit.run_chunk converts a sharded LDA state to the sweeps' carry layout once per chunk
     (``to_carry`` / ``sweep_carry`` / ``from_carry``, through ``Sharded``): the chain is the one
     of per-sweep ``dist.sweep`` calls, bitwise, also with a delayed exchange whose blocks are
@@ -356,7 +359,8 @@ def test_driver_chunks_carry_the_block_layout_bitwise(corpus, exchange, sync_eve
     words not multiples of the 3 groups)."""
     from jaxtopics.fit import run_chunk
 
-    params = lda.Params(num_topics=5, num_blocks=8, sync_every=sync_every, exchange=exchange)
+    params = lda.Params(num_topics=5, num_blocks=8, sync_every=sync_every, exchange=exchange,
+                        draw=draw)
     mesh = dist.make_mesh(shards, CPUS)
     sdata = dist.prepare(corpus, params, shards)
     assert sdata.data.word_groups == (shards if exchange == "rotate" else 1)

@@ -124,6 +124,8 @@ def test_empty_documents_are_kept(small_corpus):
     ({"mh_steps": -1}, "mh_steps"),
     ({"sampler": "sequential", "mh_steps": 2}, "mh_steps applies to the 'parallel' sampler"),
     ({"sampler": "uncollapsed", "mh_steps": 1}, "mh_steps applies to the 'parallel' sampler"),
+    ({"draw": "fast"}, "draw must be one of"),
+    ({"draw": "sparse", "mh_steps": 2}, "draw='sparse'"),
 ])
 def test_bad_parameters(kwargs, match):
     args = {"num_topics": 3, **kwargs}

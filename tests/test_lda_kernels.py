@@ -147,6 +147,8 @@ KERNELS = {
     "parallel-mh": dict(sampler="parallel", mh_steps=2, num_blocks="tokens"),
     # negative control: one block holding every token = fully synchronous update (not exact)
     "parallel-sync": dict(sampler="parallel", mh_steps=0, num_blocks=1),
+    # the exact parallel kernel with the sparse draw (ops.sparse_draw): the same law
+    "parallel-sparse": dict(sampler="parallel", mh_steps=0, num_blocks="tokens", draw="sparse"),
 }
 
 
@@ -233,7 +235,7 @@ def test_enumeration_sweeps_suffice(case: str) -> None:
     assert _tv(start @ np.linalg.matrix_power(p, SWEEPS[case]), post) < 1e-6
 
 
-EXACT_KERNELS = ["sequential", "uncollapsed", "parallel-gibbs", "parallel-mh"]
+EXACT_KERNELS = ["sequential", "uncollapsed", "parallel-gibbs", "parallel-mh", "parallel-sparse"]
 
 
 @pytest.mark.slow
@@ -339,6 +341,8 @@ MEDIUM_KERNELS = {
     "parallel-mh-7": dict(sampler="parallel", mh_steps=2, num_blocks=7),
     "parallel-mh-1": dict(sampler="parallel", mh_steps=1, num_blocks=1),
     "parallel-default": dict(sampler="parallel"),
+    "parallel-sparse": dict(sampler="parallel", draw="sparse"),
+    "parallel-sparse-7": dict(sampler="parallel", num_blocks=7, chunk_size=16, draw="sparse"),
 }
 
 
@@ -481,7 +485,8 @@ def test_planted_topic_recovery_parallel() -> None:
     _assert_consistent(pick, params, data, batched=False)
 
 
-@pytest.mark.parametrize("settings", [dict(), dict(mh_steps=2), dict(sampler="sequential")])
+@pytest.mark.parametrize("settings", [dict(), dict(mh_steps=2), dict(sampler="sequential"),
+                                      dict(draw="sparse")])
 def test_driver_chunks_are_the_plain_sweeps_bitwise(settings):
     """fit.run_chunk carries the exact parallel kernel's z in block layout across its sweeps
     (lda.to_carry / sweep_carry / from_carry); every kernel's chain is still the one of

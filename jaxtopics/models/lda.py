@@ -66,6 +66,7 @@ from ..ops import (
 )
 from .base import Sharding
 from .lda_exchange import delayed_blocks, pack_moves, rotated_blocks
+from .lda_sparse import block_draw, block_word_bound, uses_sparse
 
 __all__ = [
     "Params", "State", "Data", "SweepInfo", "SAMPLERS",
@@ -96,7 +97,7 @@ SHARDING = Sharding(
 #: parameters added after model files of format 2 were written, with the value older files ran
 #: with (not today's default); every other parameter must be in a model file
 PARAMS_ADDED_LATER = {"sync_every": 1, "exchange": "moves", **learned_priors.DEFAULTS,
-                      **seed_words.DEFAULTS}
+                      **seed_words.DEFAULTS, "draw": "dense"}
 #: State fields added after model files were written: a function of the file's params giving
 #: the value the chain had (learned priors: the fixed ones it ran with)
 STATE_ADDED_LATER = learned_priors.state_added_later(lambda params: params.num_topics)
@@ -107,6 +108,8 @@ LOG_JOINT_USES_DATA = False
 INITS = ("random", "incremental")
 #: how a sharded sweep keeps the devices' word-topic tables current (``Params.exchange``)
 EXCHANGES = ("rotate", "moves")
+#: the exact parallel kernel's per-token draw (``Params.draw``)
+DRAWS = ("auto", "dense", "sparse")
 
 
 class Params(NamedTuple):
@@ -151,6 +154,11 @@ class Params(NamedTuple):
     giving beta_kw = beta + weight in its topic's row; every kernel, the joint and phi then use
     the per-topic prior (S) of that module. () (default): the symmetric beta. Not with
     ``optimize_beta`` or ``mh_steps > 0``.
+    draw: the exact parallel kernel's draw of a token from (1): "dense" (O(K),
+    ``ops.collapsed_topic_draw``), "sparse" (``ops.sparse_draw``, SparseLDA/CuLDA's split:
+    O(document length + sqrt(K)) per token plus O(K) per distinct word of a block; symmetric
+    beta, not with seed words, not with ``exchange="rotate"`` when sharded) or "auto" (default:
+    :mod:`.lda_sparse` picks by K and backend from measurement). The same law either way.
     """
 
     num_topics: int
@@ -169,6 +177,7 @@ class Params(NamedTuple):
     burn_in: int = 50
     optimizer: str = "minka"
     seed_words: tuple = ()
+    draw: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -210,12 +219,15 @@ class Data:
     order: Array | None = None
     word_groups: int = 1
     rotate_words: bool = False
+    max_doc_len: int = 0
+    block_words: int = 0
 
 
 jax.tree_util.register_dataclass(
     Data, data_fields=["word", "doc", "doc_start", "doc_len", "word_start", "word_len",
                        "word_members", "word_rank", "order"],
-    meta_fields=["num_tokens", "count_bound", "word_groups", "rotate_words"])
+    meta_fields=["num_tokens", "count_bound", "word_groups", "rotate_words", "max_doc_len",
+                 "block_words"])
 
 
 class State(NamedTuple):
@@ -268,6 +280,13 @@ def check_params(params: Params) -> Params:
         raise ParameterError(f"sync_every applies to exchange='moves' only (rotating word groups "
                              f"exchanges no moves), got sync_every={sizes['sync_every']} with "
                              f"exchange='rotate'")
+    if not isinstance(params.draw, str) or params.draw not in DRAWS:
+        raise ParameterError(f"draw must be one of {DRAWS}, got {params.draw!r}")
+    if params.draw == "sparse" and (params.sampler != "parallel" or sizes["mh_steps"]
+                                    or params.seed_words):
+        raise ParameterError("draw='sparse' is the exact 'parallel' kernel's draw (mh_steps=0, "
+                             f"no seed_words), got sampler={params.sampler!r}, "
+                             f"mh_steps={sizes['mh_steps']}, seed_words={bool(params.seed_words)}")
     learning = learned_priors.check(params)
     if learning["optimize_alpha"] == "asymmetric" and sizes["mh_steps"]:
         # the MH document proposal draws (n_dt + alpha) / (n_d + K alpha) in O(1) from a random
@@ -276,8 +295,9 @@ def check_params(params: Params) -> Params:
                              "Metropolis-Hastings document proposal draws from a symmetric "
                              f"alpha only, got mh_steps={sizes['mh_steps']}")
     return params._replace(num_topics=k, alpha=alpha, beta=beta, sampler=str(params.sampler),
-                           init=str(params.init), exchange=str(params.exchange), **sizes,
-                           **learning, seed_words=seed_words.check(params))
+                           init=str(params.init), exchange=str(params.exchange),
+                           draw=str(params.draw), **sizes, **learning,
+                           seed_words=seed_words.check(params))
 
 
 def initial_priors(params: Params) -> tuple[np.ndarray, np.ndarray]:
@@ -355,15 +375,17 @@ def prepare(corpus: Corpus, params: Params) -> Data:
         rank = np.zeros(n, np.int32)
         rank[members] = np.arange(n, dtype=np.int32) - word_start[word_ids[members]]
         members, rank = jnp.asarray(members), jnp.asarray(to_strided(rank, b))
+    word = to_strided(word_ids, b, fill=v)
     return Data(
-        word=jnp.asarray(to_strided(word_ids, b, fill=v)),
+        word=jnp.asarray(word),
         doc=jnp.asarray(strided_segments(corpus.doc_offsets, b)),    # no [N] doc_index on the host
         doc_start=jnp.asarray(corpus.doc_offsets[:-1].astype(np.int32)),
         doc_len=jnp.asarray(corpus.doc_lengths.astype(np.int32)),
         word_start=jnp.asarray(word_start), word_len=jnp.asarray(word_len),
         word_members=members, word_rank=rank, num_tokens=n,
         count_bound=int(max(word_len.max(initial=0), corpus.doc_lengths.max(initial=0))),
-        rotate_words=_carries_blocks(params) and params.exchange == "rotate")
+        rotate_words=_carries_blocks(params) and params.exchange == "rotate",
+        max_doc_len=int(corpus.doc_lengths.max(initial=0)), block_words=block_word_bound(word))
 
 
 def _sizes(data: Data) -> tuple[int, int, int]:
@@ -683,8 +705,8 @@ def to_carry(state: State, data: Data, params: Params, axis_name: str | None = N
                                word_topic=state.word_topic.astype(_NARROW))
     n = data.num_tokens
     num_blocks, width = data.word.shape
-    if data.word_groups > 1:        # a word-rotation shard holds z in its layout already
-        return state
+    if data.word_groups > 1 or uses_sparse(params, data):   # z kept as it is (sparse: corpus
+        return state                                        # order, documents contiguous)
     z = to_strided(state.z[:n], num_blocks, width=width)
     every = _exchange_every(params, data, axis_name)
     if every > 1 and num_blocks % every:
@@ -697,7 +719,7 @@ def from_carry(carry: State, data: Data, params: Params) -> State:
     out for word rotation keeps z in its own layout), the tables back to int32."""
     if not _carries_blocks(params):
         return carry
-    if data.word_groups > 1:        # a word-rotation shard keeps z in its layout
+    if data.word_groups > 1 or uses_sparse(params, data):   # z kept as it is
         z = carry.z
     else:
         z = jnp.append(from_strided(carry.z[:data.word.shape[0]], data.num_tokens), 0)
@@ -734,6 +756,7 @@ def _blocked_sweep(key: Array, state: State, data: Data, params: Params,
     n, _, v = _sizes(data)
     num_blocks, width = data.word.shape
     exact = params.mh_steps == 0
+    sparse = exact and uses_sparse(params, data)      # z in corpus order, as for MH draws
     # The uniforms are made block by block (``ops.block_uniforms``): no [N] array of them exists.
     # Exact draws never read z inside the sweep: a token's old topic is its topic at the start of
     # the sweep (each token is in one block). So z is carried in block layout (to_carry; reading
@@ -761,7 +784,15 @@ def _blocked_sweep(key: Array, state: State, data: Data, params: Params,
         else:
             doc, word, b = xs[:3]
         valid = word < word_rows                            # the slots that hold a token
-        if exact:
+        if sparse:
+            pos = jnp.where(valid, b + num_blocks * jnp.arange(width), n)   # n: z's dummy slot
+            old = st.z[pos]
+            alpha, beta = _priors(st, params)
+            new = jnp.where(valid, block_draw(
+                jax.random.fold_in(key, b), doc, word, old, st, data, params, v, word_rows,
+                alpha, beta,
+                lambda u, d, w, o: _dense_block_draw(u, d, w, o, st, params, v)), 0)
+        elif exact:
             # The previous block's new topics are written first: written after this block's
             # reads of its old ones, the update could not be in place (XLA copies the buffer).
             st = flushed(st, pending)
@@ -793,7 +824,8 @@ def _blocked_sweep(key: Array, state: State, data: Data, params: Params,
 
     # exact: (a block's new topics, b), written into z at the next block (block 0's own row
     # to start with: a no-op)
-    pending = (state.z[0], jnp.int32(0)) if exact else None
+    strided = exact and not sparse            # the dense exact draw's z in block layout
+    pending = (state.z[0], jnp.int32(0)) if strided else None
     xs = (data.doc, data.word, jnp.arange(num_blocks))
     if not exact:
         xs = xs + (data.word_rank,)
@@ -805,7 +837,7 @@ def _blocked_sweep(key: Array, state: State, data: Data, params: Params,
     else:
         carry, _ = jax.lax.scan(block, carry, xs)
     state, changed, pending = carry
-    if exact:
+    if strided:
         state = flushed(state, pending)
     return state, SweepInfo(changed)
 

@@ -31,7 +31,9 @@ def shard_sizes(data: Data, num_shards: int) -> dict[str, int]:
     widest group's blocks."""
     n, d, v = _sizes(data)
     sizes = {"tokens": n, "docs": d, "block_width": data.word.shape[1],
-             "count_bound": data.count_bound, "word_groups": 1, "group_width": 0}
+             "count_bound": data.count_bound, "word_groups": 1, "group_width": 0,
+             # the sparse draw's sizes (the padding word may add one distinct word to a block)
+             "max_doc_len": data.max_doc_len, "block_words": data.block_words + 1}
     if data.rotate_words and num_shards > 1:
         word = np.asarray(from_strided(np.asarray(data.word), n))
         per = group_rows(data.word.shape[0], num_shards)          # blocks per word group
@@ -53,7 +55,8 @@ def pad_shard(data: Data, sizes: dict[str, int]) -> Data:
                 doc_start=pad_array(data.doc_start, (d_max,)), doc_len=pad_array(data.doc_len, (d_max,)),
                 word_start=np.asarray(data.word_start), word_len=np.asarray(data.word_len),
                 word_members=None, word_rank=None, num_tokens=n_max,
-                count_bound=sizes["count_bound"])
+                count_bound=sizes["count_bound"], max_doc_len=sizes.get("max_doc_len", 0),
+                block_words=sizes.get("block_words", 0))
 
 
 def _rotation_layout(data: Data, sizes: dict[str, int]) -> Data:

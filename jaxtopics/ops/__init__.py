@@ -7,6 +7,13 @@ from .concentration import (
     concentration_one_group,
 )
 from .conditionals import collapsed_topic_draw
+from .sparse_draw import (
+    distinct_words,
+    sparse_topic_draw,
+    sparse_topic_weights,
+    topic_groups,
+    word_group_table,
+)
 from .dp import crp_opens, dirichlet_weights, stick_log_keep
 from .counts import (
     count_invariants,
@@ -72,6 +79,7 @@ __all__ = [
     "count_table",
     "crp_opens",
     "dirichlet_weights",
+    "distinct_words",
     "dirichlet_multinomial_log_evidence",
     "exchange",
     "exchange_others",
@@ -87,6 +95,8 @@ __all__ = [
     "move_rows",
     "require_parallel",
     "shard_prefix",
+    "sparse_topic_draw",
+    "sparse_topic_weights",
     "shard_sum",
     "shared_key",
     "stick_log_keep",
@@ -105,7 +115,9 @@ __all__ = [
     "strided_from_chunks",
     "strided_segments",
     "to_strided",
+    "topic_groups",
     "token_log_predictive",
     "uniform_index",
     "uniform_integer",
+    "word_group_table",
 ]
