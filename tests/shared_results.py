@@ -9,9 +9,10 @@ stores a result (numpy arrays) in the run's own directory (``conftest.RESULTS_EN
 process that starts the run and removed when it ends), under a lock: the first process to need
 it computes it; the others wait for it and read it back. XLA:CPU is deterministic for a given
 program, options and flags, so the value read back is bitwise the one the reader would have
-computed; the key holds the optimisation level, XLA_FLAGS and a digest of the package's and the
-tests' sources, so a result is never read by code that would compute another one. Without the
-directory (a test imported outside pytest), ``shared`` just computes.
+computed; the key holds the optimisation level, XLA_FLAGS, the jax, jaxlib and numpy versions
+and a digest of the package's and the tests' sources, so a result is never read by code that
+would compute another one. Without the directory (a test imported outside pytest), ``shared``
+just computes.
 """
 
 from __future__ import annotations
@@ -42,9 +43,11 @@ def _sources_digest() -> str:
 
 def _key(name: str) -> str:
     import jax
+    import jaxlib
 
     setting = (f"{name}|opt-off={jax.config.read('jax_disable_most_optimizations')}"
-               f"|{os.environ.get('XLA_FLAGS', '')}|{jax.__version__}|{_sources_digest()}")
+               f"|{os.environ.get('XLA_FLAGS', '')}|{jax.__version__}|{jaxlib.__version__}"
+               f"|{np.__version__}|{_sources_digest()}")
     readable = re.sub(r"[^A-Za-z0-9_.=-]+", "_", name)[:80]
     return f"{readable}-{hashlib.sha256(setting.encode()).hexdigest()[:16]}"
 
