@@ -57,6 +57,22 @@ def _with_compilation_cache() -> None:
 
 _with_compilation_cache()
 
+#: A directory of results shared by the test processes of the run (tests/shared_results.py: the
+#: chains several quality tests compare against, computed once per run instead of once per
+#: pytest-xdist worker); made like the compilation cache's, and removed when the run ends.
+RESULTS_ENV = "JAXTOPICS_TEST_RESULTS"
+_OWN_RESULTS = "JAXTOPICS_TEST_OWN_RESULTS"
+
+
+def _with_shared_results() -> None:
+    if os.environ.get(RESULTS_ENV):
+        return                      # the user's, or the one pytest-xdist's controller made
+    made = tempfile.mkdtemp(prefix="jaxtopics-results-")
+    os.environ[RESULTS_ENV] = os.environ[_OWN_RESULTS] = made
+
+
+_with_shared_results()
+
 import jax  # noqa: E402  (after XLA_FLAGS is final)
 import pytest  # noqa: E402
 
@@ -135,8 +151,9 @@ def small_corpus():
 
 
 def pytest_unconfigure(config):
-    """The run's own compilation cache goes when the run ends (in the process that made it:
-    pytest-xdist's controller, or the one process of a run without workers)."""
-    own = os.environ.get(_OWN_CACHE)
-    if own and not os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get(_CACHE_ENV) == own:
-        shutil.rmtree(own, ignore_errors=True)
+    """The run's own compilation cache and shared results go when the run ends (in the process
+    that made them: pytest-xdist's controller, or the one process of a run without workers)."""
+    for env, own_env in ((_CACHE_ENV, _OWN_CACHE), (RESULTS_ENV, _OWN_RESULTS)):
+        own = os.environ.get(own_env)
+        if own and not os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get(env) == own:
+            shutil.rmtree(own, ignore_errors=True)

@@ -24,6 +24,7 @@ from jaxtopics.fit import chain_keys, run_sweeps
 from jaxtopics.models import hdp
 from jaxtopics.models.base import kernel_module
 
+from shared_results import shared
 from sharded_chains import assert_rejected, assert_same_level, sharded_chain_means
 
 PLANTED = 12
@@ -144,15 +145,20 @@ def _hdp_start(blocked: str = "crf"):
 
 @functools.lru_cache(maxsize=None)
 def _hdp_chain_means(**settings) -> np.ndarray:
-    """Per chain (keys 100..), the mean log joint per token over sweeps 16-30 from the start."""
-    _, _, run = _hdp_chain(**settings)
-    start = _hdp_start("crf" if settings["sampler"].startswith("crf") else "parallel")
-    means = []
-    for c in range(CHAINS):
-        (_, overflow), lj = run(start, jax.random.key(100 + c))
-        assert not bool(overflow)
-        means.append(np.asarray(lj, np.float64)[CHAIN_SWEEPS // 2:].mean())
-    return np.asarray(means) / _small().num_tokens
+    """Per chain (keys 100..), the mean log joint per token over sweeps 16-30 from the start.
+    Computed once per test run (``shared_results``): the three tests below compare against the
+    same exact and one-block chains, and pytest-xdist runs them in different processes (the
+    exact direct-assignment chains alone are ~35 s)."""
+    def compute():
+        _, _, run = _hdp_chain(**settings)
+        start = _hdp_start("crf" if settings["sampler"].startswith("crf") else "parallel")
+        means = []
+        for c in range(CHAINS):
+            (_, overflow), lj = run(start, jax.random.key(100 + c))
+            assert not bool(overflow)
+            means.append(np.asarray(lj, np.float64)[CHAIN_SWEEPS // 2:].mean())
+        return np.asarray(means) / _small().num_tokens
+    return shared(f"test_hdp_quality._hdp_chain_means {sorted(settings.items())}", compute)
 
 
 @pytest.mark.slow

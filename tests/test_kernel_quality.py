@@ -56,6 +56,7 @@ import pytest
 import jaxtopics as jt
 from conftest import SHARED_DATA
 from jaxtopics.datasets import load_shared
+from shared_results import shared
 from sharded_chains import (assert_rejected, assert_same_level, kernel_chain_means,
                             resumed_chain_means)
 from test_distributed_dpmrm import _planted
@@ -115,20 +116,24 @@ def _words_evidence(state, data, params):
 def _runs(name: str, kernel: str) -> tuple[np.ndarray, np.ndarray | None]:
     """Per-chain means (per token, second half) of CHAINS vmapped chains of `kernel` from the
     common start (capacities doubled first, so that no chain needs growth): the log joint and,
-    for WORDS_CONTROL models, the words' evidence (else None)."""
-    corpus, model, _ = _start(name)
-    *_, sweeps, chains, _ = CASES[name]
-    module = model._module
-    params = model.params._replace(**KERNELS[kernel])
-    data = module.prepare(corpus, params)
-    state = model.state
-    if hasattr(module, "grow"):
-        state = module.grow(state, data, params)
-    key = jax.random.key(1000 + list(KERNELS).index(kernel))
-    extra = _words_evidence if name in WORDS_CONTROL else None
-    out = kernel_chain_means(module, params, data, state, key, chains, sweeps,
-                             corpus.num_tokens, EVERY, extra)
-    return out if extra is not None else (out, None)
+    for WORDS_CONTROL models, the words' evidence (else None). Computed once per test run
+    (``shared_results``): both tests of a model compare against the same exact chains (and
+    synchronous ones), and pytest-xdist runs them in different processes."""
+    def compute():
+        corpus, model, _ = _start(name)
+        *_, sweeps, chains, _ = CASES[name]
+        module = model._module
+        params = model.params._replace(**KERNELS[kernel])
+        data = module.prepare(corpus, params)
+        state = model.state
+        if hasattr(module, "grow"):
+            state = module.grow(state, data, params)
+        key = jax.random.key(1000 + list(KERNELS).index(kernel))
+        extra = _words_evidence if name in WORDS_CONTROL else None
+        out = kernel_chain_means(module, params, data, state, key, chains, sweeps,
+                                 corpus.num_tokens, EVERY, extra)
+        return out if extra is not None else (out, None)
+    return shared(f"test_kernel_quality._runs {name} {kernel}", compute)
 
 
 def _chains(name: str, kernel: str) -> np.ndarray:
