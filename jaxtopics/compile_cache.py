@@ -12,6 +12,7 @@ stale or unwritable entry is compiled again. Delete the folder to clear it.
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 from .errors import ParameterError
@@ -58,7 +59,7 @@ def use_compilation_cache(path: str | os.PathLike | None = None) -> Path | None:
         The folder in use, or None when the cache is off.
 
     Raises:
-        ParameterError: `path` exists and is not a folder, or cannot be created.
+        ParameterError: `path` exists and is not a folder, or cannot be created or written in.
 
     Example:
         >>> import jaxtopics as jt
@@ -78,6 +79,13 @@ def use_compilation_cache(path: str | os.PathLike | None = None) -> Path | None:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise ParameterError(f"compilation cache {str(folder)!r}: cannot create the folder "
+                             f"({e.strerror or e}); give another folder or 'off' "
+                             f"(${ENV}, --compile-cache)") from None
+    try:            # a folder JAX cannot write in would warn once per program (review)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as e:
+        raise ParameterError(f"compilation cache {str(folder)!r}: cannot write in the folder "
                              f"({e.strerror or e}); give another folder or 'off' "
                              f"(${ENV}, --compile-cache)") from None
     jax.config.update("jax_compilation_cache_dir", str(folder))

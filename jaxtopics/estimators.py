@@ -319,8 +319,9 @@ class LDA(_Estimator):
     Metropolis-Hastings moves, for very large K), "sequential" (exact collapsed Gibbs,
     token by token), "uncollapsed" (exact blocked Gibbs over theta, phi, z). Fitted on several
     devices (``fit(..., devices=P)``), the devices share n_kw by rotating P word groups
-    (``exchange="rotate"``, the default: exact rows, 2P + 1 collectives a sweep) or by exchanging
-    their moves every ``sync_every`` blocks (``exchange="moves"``).
+    (``exchange="rotate"``, the default with the dense draw: exact rows, 2P + 1 collectives a
+    sweep) or by exchanging their moves every ``sync_every`` blocks (``exchange="moves"``, the
+    default with ``draw="sparse"``).
     ``optimize_alpha="symmetric"`` or ``"asymmetric"`` and ``optimize_beta=True`` learn the
     priors from the chain (``jaxtopics.hyper``: the Dirichlet-multinomial evidence of the counts,
     every ``optimize_every`` sweeps after ``burn_in``); the fitted ``alpha`` (a float, [K] when
@@ -372,7 +373,7 @@ class LDA(_Estimator):
     def __init__(self, num_topics: int = 20, alpha: float = 0.1, beta: float = 0.01,
                  sampler: str = "parallel", *, num_blocks: int = 64, mh_steps: int = 0,
                  chunk_size: int = 8192, init: str = "random", sync_every: int = 4,
-                 exchange: str = "rotate", optimize_alpha: str | None = None,
+                 exchange: str | None = None, optimize_alpha: str | None = None,
                  optimize_beta: bool = False, optimize_every: int = 10, burn_in: int = 50,
                  optimizer: str = "minka", seed_words: Mapping[int, Any] | None = None,
                  seed_weight: float = _seeds.DEFAULT_WEIGHT, unknown_seed_words: str = "error",

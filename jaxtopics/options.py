@@ -95,7 +95,8 @@ MODEL_OPTIONS: dict[str, tuple[Option, ...]] = {
     "lda": (NUM_TOPICS,
             Option("--exchange", "exchange", str,
                    "sharded runs: how devices share the word-topic counts: rotate (default: "
-                   "each device holds one word group at a time) or moves (LDA)"),
+                   "each device holds one word group at a time) or moves (the default with "
+                   "--draw sparse) (LDA)"),
             Option("--sync-every", "sync_every", int,
                    "sharded runs with --exchange moves: blocks between exchanges of "
                    "word-topic moves (LDA; default 4)"),
@@ -129,7 +130,7 @@ MODEL_OPTIONS: dict[str, tuple[Option, ...]] = {
     "hdp": (GAMMA, INITIAL_TOPICS, NUM_BLOCKS, SPLIT_MERGE_STEPS,
             Option("--split-merge-every", "split_merge_every", int,
                    "the split-merge moves run in a sweep with probability 1/E (hdp; 0: "
-                   "automatic, 4 for the direct-assignment samplers parallel and sequential, "
+                   "automatic, 8 for the direct-assignment samplers parallel and sequential, "
                    "1 for crf and crf_sequential)"),
             TOPIC_CAPACITY,
             *CONCENTRATIONS),

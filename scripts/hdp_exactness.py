@@ -84,6 +84,9 @@ def main() -> None:
     for name in ("chains", "sweeps"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be >= 1, got {getattr(args, name)}")
+    engines = args.engines.split(",")
+    if unknown := [e for e in engines if e not in ("tomotopy", "sequential", "parallel")]:
+        parser.error(f"--engines must be among tomotopy, sequential, parallel, got {unknown}")
     sys.path.insert(0, str(TESTS))
     from enumeration_stats import pooled_chisquare_p, tv, tv_bound
     from test_hdp_kernels import CRF, DOCS
@@ -96,7 +99,7 @@ def main() -> None:
           "| mean topics: sampled / exact | seconds |")
     print("|---|---|---|---|---|---|")
     topics = np.array([len(set(key)) for key in crf.part_keys])    # topics of each partition
-    for engine in args.engines.split(","):
+    for engine in engines:
         start = time.perf_counter()
         if engine == "tomotopy":
             z = _tomotopy_partitions(crf, args.chains, args.sweeps)
@@ -104,8 +107,8 @@ def main() -> None:
         elif engine in ("sequential", "parallel"):
             z = _jaxtopics_partitions(crf, engine, args.chains, args.sweeps)
             name = f"jaxtopics `{engine}`"
-        else:
-            sys.exit(f"--engines: unknown {engine!r} (tomotopy, sequential, parallel)")
+        else:                                           # checked above
+            raise AssertionError(engine)
         seconds = time.perf_counter() - start
         counts = crf.part_counts(z)
         n = int(counts.sum())

@@ -38,6 +38,19 @@ def main(argv=None) -> None:
                          "random (uniform topics: every document spread over ~its length in "
                          "topics, the sparse draw's worst case)")
     args = ap.parse_args(argv)
+    try:
+        ks = [int(x) for x in args.ks.split(",")]
+    except ValueError:
+        ap.error(f"--ks must be a comma-separated list of integers, got {args.ks!r}")
+    draws = args.draws.split(",")
+    for name, values, low in (("--ks", ks, 1), ("--repeats", [args.repeats], 1),
+                              ("--docs", [args.docs], 1), ("--words", [args.words], 1)):
+        if min(values) < low:
+            ap.error(f"{name} must be >= {low}, got {min(values)}")
+    if args.doc_length <= 0:
+        ap.error(f"--doc-length must be > 0, got {args.doc_length}")
+    if unknown := [d for d in draws if d not in ("dense", "sparse")]:
+        ap.error(f"--draws must be dense and/or sparse, got {unknown}")
     import jax
     from bench_lda import build_corpus
     from jaxtopics.models import lda
@@ -46,13 +59,12 @@ def main(argv=None) -> None:
         docs=args.docs, words=args.words, doc_length=args.doc_length, true_topics=50,
         alpha=0.1, beta=0.01, seed=0, keep_unused_words=False))
     n = corpus.num_tokens
-    draws = args.draws.split(",")
     print(f"jax {jax.__version__}, {jax.devices()[0]}, N={n:,}, D={corpus.num_docs}, "
           f"V={corpus.num_words}, init {args.init}, load {os.getloadavg()}")
     print("| K | " + " | ".join(f"{d} s/sweep | {d} M tokens/s" for d in draws)
           + " | dense / sparse time |")
     print("|---|" + "---|---|" * len(draws) + "---|")
-    for k in (int(x) for x in args.ks.split(",")):
+    for k in ks:
         runs = {}
         for draw in draws:
             params = lda.Params(k, draw=draw, init=args.init)

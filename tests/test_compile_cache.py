@@ -13,6 +13,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 #: runs the command line in-process (as `jaxtopics ...`) and prints JAX's cache events as JSON
 _RUN = """
 import collections, json, sys
@@ -79,6 +81,20 @@ def test_a_cache_folder_that_cannot_be_made_is_named(tmp_path):
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and "compilation cache" in done.stderr
     assert str(blocker / "xla") in done.stderr
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs Linux's /proc")
+def test_a_cache_folder_that_cannot_be_written_is_named(tmp_path):
+    """Review: an existing folder JAX cannot write in (here /proc, which even root cannot) gave
+    one warning per program and exit status 0."""
+    environ = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
+    (tmp_path / "docs.txt").write_text("a b c\nb c d\n")
+    done = subprocess.run([sys.executable, "-m", "jaxtopics.cli", "fit", "--input",
+                           str(tmp_path / "docs.txt"), "--out", str(tmp_path / "out"),
+                           "--sweeps", "1", "--compile-cache", "/proc"],
+                          capture_output=True, text=True, env=environ, timeout=300)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and "cannot write in the folder" in done.stderr
 
 
 def test_python_users_turn_it_on_once(tmp_path):

@@ -39,7 +39,8 @@ the two-sided bar on both, the log joint and the words' evidence per token, and 
 synchronous sweep must fail the bar on the words' evidence (``WORDS_CONTROL``). Measured
 (12 chains): default +0.2 se (log joint), -0.6 se (words' evidence); synchronous -1.11 % =
 -5.6 se on the words' evidence (16 chains, other keys: -6.9 se; 8 chains: -4.6 se, too close
-to the bar to prove its power, hence 12).
+to the bar to prove its power, hence 12). With DP-MRM's narrow document views (2026-12-05,
+the same law, another chain): default -0.9 se and -1.7 se, synchronous -7.8 se.
 """
 
 from __future__ import annotations

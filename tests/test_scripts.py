@@ -13,7 +13,12 @@ import pytest
                                           ("bench_short_text.py", ["--ptm-sweeps", "1"]),
                                           ("dpmrm_planted.py", ["--sweeps", "10"]),
                                           ("dpmrm_planted.py", ["--docs", "2"]),
-                                          ("hdp_exactness.py", ["--sweeps", "0"])])
+                                          ("hdp_exactness.py", ["--sweeps", "0"]),
+                                          ("hdp_exactness.py", ["--engines", "sequential,foo"]),
+                                          ("profile_sparse_draw.py", ["--ks", "5,-3"]),
+                                          ("profile_sparse_draw.py", ["--ks", "abc"]),
+                                          ("profile_sparse_draw.py", ["--repeats", "0"]),
+                                          ("profile_sparse_draw.py", ["--draws", "foo"])])
 def test_benchmark_scripts_refuse_too_few_sweeps(script, args):
     """Review: these ran on and crashed on an empty trace, a negative sweep count or a corpus
     too small for its labels."""

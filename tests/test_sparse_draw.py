@@ -226,6 +226,14 @@ def test_auto_picks_by_backend_and_k_and_validation():
     cpu = jax.default_backend() == "cpu"
     assert not lda_sparse.uses_sparse(lda.Params(small), data)
     assert lda_sparse.uses_sparse(lda.Params(large), data) == cpu
+    # the padded document bucket: K must also reach CPU_TOPICS_PER_MEMBER x the longest document
+    per = lda_sparse.CPU_TOPICS_PER_MEMBER
+    for longest in (large // per, large // per + 1, lda_sparse.MAX_MEMBERS,
+                    lda_sparse.MAX_MEMBERS + 1):
+        shaped = lda.Data(**{**data.__dict__, "max_doc_len": longest})
+        for k in (large, per * longest):
+            expect = cpu and longest <= lda_sparse.MAX_MEMBERS and k >= max(large, per * longest)
+            assert lda_sparse.uses_sparse(lda.Params(k), shaped) == expect, (longest, k)
     assert lda_sparse.uses_sparse(lda.Params(small, draw="sparse"), data)
     assert not lda_sparse.uses_sparse(lda.Params(large, draw="dense"), data)
     assert not lda_sparse.uses_sparse(lda.Params(large, mh_steps=2), data)
@@ -241,6 +249,11 @@ def test_auto_picks_by_backend_and_k_and_validation():
     with pytest.raises(ParameterError, match="draw='sparse'"):
         lda.check_params(lda.Params(3, draw="sparse", sampler="sequential"))
     assert lda.check_params(lda.Params(3, draw="sparse")).draw == "sparse"
+    # the default exchange: word rotation, or moves (which keeps z in corpus order) for sparse
+    assert lda.check_params(lda.Params(3)).exchange == "rotate"
+    assert lda.check_params(lda.Params(3, draw="auto")).exchange == "rotate"
+    assert lda.check_params(lda.Params(3, draw="sparse")).exchange == "moves"
+    assert lda.check_params(lda.Params(3, draw="sparse", exchange="rotate")).exchange == "rotate"
 
 
 def test_cli_draw_option(tmp_path, capsys):
@@ -259,6 +272,24 @@ def test_cli_draw_option(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(base + ["--out", str(tmp_path / "p"), "--draw", "fast"])
     assert exit_.value.code == 2 and "--draw" in capsys.readouterr().err
+    # sharded by default (review: the default word rotation refused --draw sparse; its default
+    # exchange is moves now), and resumed on another number of devices
+    import os
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+
+    def fresh(*args):                       # a process of its own: it picks its CPU devices
+        return subprocess.run([sys.executable, "-m", "jaxtopics.cli", *args], env=env,
+                              capture_output=True, text=True, timeout=300)
+    sharded = [a for a in base if a not in ("--devices", "1")]
+    done = fresh(*sharded, "--out", str(tmp_path / "s"), "--draw", "sparse", "--devices", "2")
+    assert done.returncode == 0, done.stderr
+    assert jt.load(tmp_path / "s" / "model.jtm").params.exchange == "moves"
+    done = fresh("fit", "--input", str(src), "--out", str(tmp_path / "o"), "--resume",
+                 "--devices", "2", "--sweeps", "2", "--no-progress")
+    assert done.returncode == 0, done.stderr
+    capsys.readouterr()
     assert main(base + ["--out", str(tmp_path / "q"), "--draw", "sparse", "--mh-steps", "2"]) == 2
     err = capsys.readouterr().err
     assert "draw='sparse'" in err and "mh_steps" in err.replace("--mh-steps", "mh_steps"), err

@@ -127,7 +127,7 @@ class Params(NamedTuple):
     init: "incremental" (each block drawn from (1) given the blocks before it, as the first
     sweep of Griffiths & Steyvers / tomotopy's initialisation) or "random" (uniform topics).
     exchange: sharded sweeps only (``jaxtopics.distributed``), how the devices share n_kw.
-    "rotate" (default): the words are cut into P groups (word w in group w mod P), each device
+    None (default): "rotate", or "moves" with ``draw="sparse"``. "rotate": the words are cut into P groups (word w in group w mod P), each device
     draws in P sub-epochs the tokens of its documents whose words are in the group it holds and
     passes the group on (``ops.rotation``): every n_kw row is updated by one device at a time,
     exactly, and a sweep has 2P + 1 collectives of whole groups (n_k, K numbers, is summed
@@ -170,7 +170,7 @@ class Params(NamedTuple):
     chunk_size: int = 8192
     init: str = "random"
     sync_every: int = 4
-    exchange: str = "rotate"
+    exchange: str | None = None
     optimize_alpha: str | None = None
     optimize_beta: bool = False
     optimize_every: int = 10
@@ -267,8 +267,11 @@ def check_params(params: Params) -> Params:
         raise ParameterError(f"sampler must be one of {SAMPLERS}, got {params.sampler!r}")
     if not isinstance(params.init, str) or params.init not in INITS:
         raise ParameterError(f"init must be one of {INITS}, got {params.init!r}")
-    if not isinstance(params.exchange, str) or params.exchange not in EXCHANGES:
-        raise ParameterError(f"exchange must be one of {EXCHANGES}, got {params.exchange!r}")
+    exchange = params.exchange
+    if exchange is None:            # the default: word rotation, or moves for the sparse draw
+        exchange = "moves" if params.draw == "sparse" else "rotate"
+    if not isinstance(exchange, str) or exchange not in EXCHANGES:
+        raise ParameterError(f"exchange must be one of {EXCHANGES}, got {exchange!r}")
     sizes = {name: check_int(getattr(params, name), name, low=low, high=high)
              for name, low, high in (("num_blocks", 1, MAX_BLOCKS), ("mh_steps", 0, INT32_MAX),
                                      ("chunk_size", 1, INT32_MAX), ("sync_every", 1, INT32_MAX))}
@@ -276,7 +279,7 @@ def check_params(params: Params) -> Params:
         raise ParameterError(f"mh_steps applies to the 'parallel' sampler only, got "
                              f"sampler={params.sampler!r} with mh_steps={sizes['mh_steps']}")
     default_sync = Params._field_defaults["sync_every"]
-    if params.exchange == "rotate" and sizes["sync_every"] != default_sync:
+    if exchange == "rotate" and sizes["sync_every"] != default_sync:
         raise ParameterError(f"sync_every applies to exchange='moves' only (rotating word groups "
                              f"exchanges no moves), got sync_every={sizes['sync_every']} with "
                              f"exchange='rotate'")
@@ -295,7 +298,7 @@ def check_params(params: Params) -> Params:
                              "Metropolis-Hastings document proposal draws from a symmetric "
                              f"alpha only, got mh_steps={sizes['mh_steps']}")
     return params._replace(num_topics=k, alpha=alpha, beta=beta, sampler=str(params.sampler),
-                           init=str(params.init), exchange=str(params.exchange),
+                           init=str(params.init), exchange=str(exchange),
                            draw=str(params.draw), **sizes, **learning,
                            seed_words=seed_words.check(params))
 

@@ -14,8 +14,11 @@ dense draw for those tokens).
 corpus (1M tokens, documents of ~200 tokens; docs/benchmarks.md, 2026-12-05, loaded machine):
 whole sweeps, dense time / sparse time 0.25 at K=500, 0.47 at 1000, 0.63 at 2000, 1.06 at 5000
 and 1.19 at 10000 on XLA:CPU, whose scalar gathers (the document bucket's ~250 per token)
-cost about what ten elements of a dense row do. So "auto" draws sparsely on the CPU from
-K = ``CPU_MIN_TOPICS`` only; no GPU was measured, so "auto" keeps the dense draw there.
+cost about what ten elements of a dense row do. A token's document bucket is padded to the
+corpus's longest document (M, at most ``MAX_MEMBERS``): the sparse cost grows with M, the dense
+one with K, and they crossed at K ~ 20 M here (M ~ 250). So "auto" draws sparsely on the CPU
+when K >= ``CPU_MIN_TOPICS`` and K >= ``CPU_TOPICS_PER_MEMBER`` M (no document over
+``MAX_MEMBERS``); no GPU was measured, so "auto" keeps the dense draw there.
 """
 
 from __future__ import annotations
@@ -32,25 +35,31 @@ from ..ops import block_uniforms, chunked_map, distinct_words, sparse_topic_draw
 MAX_MEMBERS = 1024
 #: "auto" picks the sparse draw on XLA:CPU from this K (measured crossover, docs/benchmarks.md)
 CPU_MIN_TOPICS = 5000
+#: ... and from K >= this many times the longest document's tokens (the padded document bucket)
+CPU_TOPICS_PER_MEMBER = 20
 #: [chunk, entries] float32 elements of the sparse draw's level-1 weights per chunk
 _CHUNK_ELEMENTS = 2 ** 18
 
 
 def uses_sparse(params, data) -> bool:
     """Whether the exact parallel kernel draws sparsely: ``draw="sparse"``, or "auto" on
-    XLA:CPU at K >= ``CPU_MIN_TOPICS``; never with seed words or a word-rotation layout.
+    XLA:CPU at K >= ``CPU_MIN_TOPICS`` and K >= ``CPU_TOPICS_PER_MEMBER`` x the longest
+    document (none over ``MAX_MEMBERS``); never with seed words or a word-rotation layout.
     Raises ParameterError for ``draw="sparse"`` on a word-rotation shard."""
     if params.sampler != "parallel" or params.mh_steps or params.seed_words:
         return False
     if data.word_groups > 1:
         if params.draw == "sparse":
             raise ParameterError("draw='sparse' reads a document's tokens in corpus order, which "
-                                 "a word-rotation shard does not keep: shard with "
-                                 "exchange='moves', or use draw='dense'")
+                                 "a word-rotation shard (exchange='rotate') does not keep: shard "
+                                 "with exchange='moves' (the default with draw='sparse'), fit "
+                                 "on one device, or use draw='dense'")
         return False
     if params.draw != "auto":
         return params.draw == "sparse"
-    return jax.default_backend() == "cpu" and params.num_topics >= CPU_MIN_TOPICS
+    longest = data.max_doc_len
+    return (jax.default_backend() == "cpu" and 0 < longest <= MAX_MEMBERS
+            and params.num_topics >= max(CPU_MIN_TOPICS, CPU_TOPICS_PER_MEMBER * longest))
 
 
 def block_word_bound(word: np.ndarray) -> int:
