@@ -28,6 +28,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -736,6 +737,14 @@ def _main(argv: list[str] | None) -> int:
     warnings.formatwarning = _format_warning
     try:
         status = _run(args)
+    except Exception:
+        if not (getattr(args, "coordinator", None) and argv is None):
+            raise
+        # an error _run does not name, in a process of a multi-process run: its traceback, then
+        # leave at once (below), not in jax.distributed's shutdown barrier, where it would wait
+        # for the other processes until the heartbeat timeout (100 s)
+        traceback.print_exc()
+        status = 1
     finally:
         warnings.formatwarning = formatted
     if ((status not in (0, 141) and getattr(args, "coordinator", None))    # 141: a finished run
