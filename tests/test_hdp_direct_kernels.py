@@ -21,7 +21,7 @@
 * The draw over the first slots only (`_draw_slots`): its width, and the exact posterior with
   40 slots of which 16 are drawn; the split-merge anchors' law (SM3) with the candidate tokens
   and with the running count (all pairs of 30 tokens); merges refused by their bound make the
-  moves of attempts that draw every proposal; the moves' gathers of materialised values (`_at`)
+  moves of attempts that draw every proposal; the moves' gathers of materialised values (`ops.gather_materialised`)
   equal plain gathers.
 
 FAMILY_ALPHA = 1e-3 is split over the file's statistics (Bonferroni).
@@ -455,10 +455,10 @@ def test_merges_refused_by_their_bound_are_the_moves_of_full_attempts() -> None:
 
 
 def test_gathers_of_materialised_values_are_the_plain_gathers() -> None:
-    """`_at` (the split-merge moves' gathers of per-word and per-document values, materialised
+    """`ops.gather_materialised` (the split-merge moves' gathers of per-word and per-document values, materialised
     before the gather so that XLA:CPU does not recompute their logs per token) gives exactly
     x[idx]: float logs, comparisons of logs and integers, under jit and vmap."""
-    from jaxtopics.models.hdp_split_merge import _at
+    from jaxtopics.ops import gather_materialised as _at
 
     idx = jax.random.randint(jax.random.key(0), (1000,), 0, 37)
     counts = jax.random.randint(jax.random.key(1), (4, 37), 0, 50)

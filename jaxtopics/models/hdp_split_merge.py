@@ -15,7 +15,8 @@ import jax.numpy as jnp
 from jax import Array
 from jax.scipy.special import gammaln
 
-from ..ops import count_table, log_gamma, shard_prefix, shard_sum, uniform_integer
+from ..ops import (count_table, gather_materialised, log_gamma, materialised, shard_prefix,
+                   shard_sum, uniform_integer)
 
 if TYPE_CHECKING:
     from .hdp import Data, Params, State
@@ -110,21 +111,6 @@ class _Units(NamedTuple):
     word: Array
     in_a: Array
     in_b: Array
-
-
-def _materialised(x: Array) -> Array:
-    """x [M], the same values, computed once: an identity scatter, which XLA does not fuse
-    into its consumers (`_at`)."""
-    m = x.shape[0]
-    return jnp.zeros_like(x).at[jnp.arange(m)].set(x, unique_indices=True, indices_are_sorted=True)
-
-
-def _at(x: Array, idx: Array) -> Array:
-    """x[idx] with x [M] materialised first: XLA:CPU otherwise fuses x's producer (logs, a
-    comparison of logs) into the gather and recomputes it for every index in scalar code
-    (~15x slower on 300k tokens); likewise a log of gathered values is taken after the gather
-    is materialised. The values are the same."""
-    return _materialised(x)[idx]
 
 
 def _global_tokens(data: Data, num_docs: int, num_words: int, axis_name: str | None) -> _Tokens:
@@ -260,10 +246,10 @@ def _launch_round(c: tuple, tok_round: Array, u_unit: Array, tk: _Tokens, beta: 
     counted into both groups by one scatter."""
     j, wa, na, wb, nb, in_b = c
     now = tok_round == j
-    fit = _at(_log_f(wb, nb, beta, vb) - _log_f(wa, na, beta, vb), tk.word)
+    fit = gather_materialised(_log_f(wb, nb, beta, vb) - _log_f(wa, na, beta, vb), tk.word)
     diff = jax.ops.segment_sum(jnp.where(now, fit, 0.0), tk.doc, num_segments=tk.num_docs)
     unit_b = jnp.log(u_unit) < jax.nn.log_sigmoid(diff)
-    to_b = now & _at(unit_b, tk.doc)
+    to_b = now & gather_materialised(unit_b, tk.doc)
     v = tk.num_words
     counts = jnp.zeros(2 * v + 2, jnp.int32).at[
         jnp.where(now, tk.word + v * to_b, 2 * v + to_b)].add(now.astype(jnp.int32))
@@ -291,7 +277,7 @@ def _launch_state(key_round: Array, key_unit: Array, mv: _Move, tk: _Tokens, bet
     seed_a = ((mv.member & (tk.doc == mv.da)) | (tk.tok == mv.ra)) & ~seed_b
     u_unit = jax.random.uniform(key_unit, (d_cap,))
     in_unit = mv.member & ~seed_a & ~seed_b
-    tok_round = jnp.where(in_unit, _at(unit_round, tk.doc), -1)
+    tok_round = jnp.where(in_unit, gather_materialised(unit_round, tk.doc), -1)
     ga, gb = _group_counts(seed_a, tk), _group_counts(seed_b, tk)
     first = jnp.max(tok_round)
     first = first if tk.axis_name is None else jax.lax.pmax(first, tk.axis_name)
@@ -320,12 +306,15 @@ def _scan_log_odds(in_b: Array, mv: _Move, un: _Units, tk: _Tokens, beta: float,
     in_b_doc = jax.ops.segment_sum((mv.member & in_b).astype(jnp.int32), tk.doc,
                                    num_segments=tk.num_docs) > 0
     # per token the counts with its unit taken out of its group and per document the groups'
-    # sizes, each materialised before its log (`_at`, `_materialised`): the same values
-    own_b = _at(in_b_doc, tk.doc)
-    cnt_a = _materialised(wa[tk.word] - jnp.where(own_b, 0, un.word))
-    cnt_b = _materialised(wb[tk.word] - jnp.where(own_b, un.word, 0))
-    den_a = _at(jnp.log((na - jnp.where(in_b_doc, 0, un.size)).astype(_F32) + vb), tk.doc)
-    den_b = _at(jnp.log((nb - jnp.where(in_b_doc, un.size, 0)).astype(_F32) + vb), tk.doc)
+    # sizes, each materialised before its log (`ops.gather_materialised`, `ops.materialised`):
+    # the same values
+    own_b = gather_materialised(in_b_doc, tk.doc)
+    cnt_a = materialised(wa[tk.word] - jnp.where(own_b, 0, un.word))
+    cnt_b = materialised(wb[tk.word] - jnp.where(own_b, un.word, 0))
+    den_a = gather_materialised(
+        jnp.log((na - jnp.where(in_b_doc, 0, un.size)).astype(_F32) + vb), tk.doc)
+    den_b = gather_materialised(
+        jnp.log((nb - jnp.where(in_b_doc, un.size, 0)).astype(_F32) + vb), tk.doc)
     fit_a = jnp.log(cnt_a.astype(_F32) + beta) - den_a        # `_log_f` of those counts
     fit_b = jnp.log(cnt_b.astype(_F32) + beta) - den_b
     size = un.size.astype(_F32)
@@ -351,7 +340,7 @@ def _restricted_scan(key: Array, in_b: Array, z: Array, mv: _Move, un: _Units, t
     if tk.axis_name is not None:
         coherent = jax.lax.psum(1 - coherent.astype(jnp.int32), tk.axis_name) == 0
     unit_b = jnp.where(final & ~mv.split, present > 0, unit_b)
-    to_b = jnp.where(mv.member, _at(unit_b, tk.doc), in_b)
+    to_b = jnp.where(mv.member, gather_materialised(unit_b, tk.doc), in_b)
     logq = shard_sum(jnp.sum(jnp.where(un.size > 0, jnp.where(unit_b, log_b, log_a), 0.0)),
                      tk.axis_name)
     return to_b, jnp.where(final & ~(mv.split | coherent), -jnp.inf, logq)
