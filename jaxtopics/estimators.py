@@ -488,6 +488,10 @@ class PTM(_Estimator):
         seed_weight: the pseudo-count a listed seed word adds to its topic's prior (default 1).
         unknown_seed_words: "error" (default: a seed word the corpus lacks is an error naming
             it and its topic) or "skip" (it is left out).
+        draw: the parallel kernel's token draw: "dense" (O(K)), "sparse" (SparseLDA / CuLDA's
+            split, the same law: O(distinct topics of a pseudo-document + sqrt K) per token,
+            O(P K) per block; parallel sampler, no seed words) or "auto" (default: sparse on
+            the CPU from K = 5000 when a block holds >= 128 tokens per pseudo-document).
 
     Example:
         >>> import jaxtopics as jt
@@ -504,13 +508,14 @@ class PTM(_Estimator):
                  num_blocks: int = 64, chunk_size: int = 8192, optimize_alpha: str | None = None,
                  optimize_beta: bool = False, optimize_every: int = 10, burn_in: int = 50,
                  optimizer: str = "minka", seed_words: Mapping[int, Any] | None = None,
-                 seed_weight: float = _seeds.DEFAULT_WEIGHT, unknown_seed_words: str = "error"):
+                 seed_weight: float = _seeds.DEFAULT_WEIGHT, unknown_seed_words: str = "error",
+                 draw: str = "auto"):
         self.params = ptm.check_params(ptm.Params(
             num_topics=num_topics, num_pseudo_docs=num_pseudo_docs, alpha=check_number(alpha, "alpha"),
             beta=check_number(beta, "beta"), lam=check_number(lam, "lam"),
             sampler=sampler, num_blocks=num_blocks, chunk_size=chunk_size,
             optimize_alpha=optimize_alpha, optimize_beta=optimize_beta,
-            optimize_every=optimize_every, burn_in=burn_in, optimizer=optimizer))
+            optimize_every=optimize_every, burn_in=burn_in, optimizer=optimizer, draw=draw))
         self._take_seed_words(seed_words, seed_weight, unknown_seed_words)
 
 

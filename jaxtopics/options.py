@@ -90,6 +90,11 @@ SEED_WORDS = (Option("--seed-words", "seed_words", str,
                      "guided topics (lda, ptm): the prior pseudo-count of a seed word in its "
                      "topic (default 1)"))
 
+# the exact parallel kernels' token draw, the same flag for lda and ptm
+DRAW = Option("--draw", "draw", str, "lda, ptm parallel, exact draws: dense, sparse (the same "
+              "law, cheaper at large K) or auto (default: by K, the layout and the backend)",
+              choices=("auto", "dense", "sparse"))
+
 #: model name (``--model``) -> its own options, beyond SHARED_OPTIONS
 MODEL_OPTIONS: dict[str, tuple[Option, ...]] = {
     "lda": (NUM_TOPICS,
@@ -103,16 +108,14 @@ MODEL_OPTIONS: dict[str, tuple[Option, ...]] = {
             NUM_BLOCKS,
             Option("--mh-steps", "mh_steps", int, "LDA parallel: Metropolis-Hastings cycles "
                    "per token instead of an exact draw (default 0: exact; for very large K)"),
-            Option("--draw", "draw", str, "LDA parallel, exact draws: dense, sparse (the same "
-                   "law, cheaper at large K) or auto (default: by K and backend)",
-                   choices=("auto", "dense", "sparse")),
+            DRAW,
             *LEARNED_PRIORS, *SEED_WORDS),
     "slda": (NUM_TOPICS, NUM_BLOCKS, SPLIT_MERGE_STEPS, *LEARNED_PRIORS),
     "ptm": (NUM_TOPICS,
             Option("--num-pseudo-docs", "num_pseudo_docs", int,
                    "P, the number of pseudo-documents (PTM)"),
             Option("--lam", "lam", float, "Dirichlet over pseudo-documents (PTM, default 0.1)"),
-            NUM_BLOCKS, *LEARNED_PRIORS, *SEED_WORDS),
+            NUM_BLOCKS, DRAW, *LEARNED_PRIORS, *SEED_WORDS),
     "dpmrm": (GAMMA,
               Option("--eta", "eta", float, "Dirichlet over a document's labels (dpmrm)"),
               INITIAL_TOPICS, NUM_BLOCKS,

@@ -35,6 +35,8 @@ MODELS = {
     "dpmm": lambda: jt.DPMM(alpha=30.0, beta=0.05, num_blocks=8, capacity=4),
     "slda": lambda: jt.SentenceLDA(num_topics=4, num_blocks=8),
     "ptm": lambda: jt.PTM(num_topics=4, num_pseudo_docs=6, num_blocks=8),
+    # the sparse token draw: the shards' token blocks list their own words (padded alike)
+    "ptm-sparse": lambda: jt.PTM(num_topics=4, num_pseudo_docs=6, num_blocks=8, draw="sparse"),
 }
 
 
@@ -51,7 +53,8 @@ def _with_sentences(corpus: jt.Corpus, per: int = 5) -> jt.Corpus:
 def corpora():
     short = synthetic_dmm(num_docs=120, num_words=60, num_clusters=4, mean_doc_length=8, seed=0).corpus
     long = synthetic_lda(num_docs=40, num_words=80, num_topics=4, mean_doc_length=30, seed=2).corpus
-    return {"dmm": short, "dpmm": short, "ptm": short, "slda": _with_sentences(long)}
+    return {"dmm": short, "dpmm": short, "ptm": short, "ptm-sparse": short,
+            "slda": _with_sentences(long)}
 
 
 def _same_state(a, b) -> None:

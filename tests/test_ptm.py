@@ -137,6 +137,9 @@ KERNELS = {
     "parallel-exact": dict(sampler="parallel", num_blocks=64),
     # negative control: one block = all l's at once, then all z's at once (not exact)
     "parallel-sync": dict(sampler="parallel", num_blocks=1),
+    # the exact kernel with the sparse draw (ops.sparse_draw; each pseudo-document's distinct
+    # topics listed): the same law
+    "parallel-sparse": dict(sampler="parallel", num_blocks=64, draw="sparse"),
 }
 
 
@@ -206,7 +209,7 @@ def test_enumeration_sweeps_suffice() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kernel", ["sequential", "parallel-exact"])
+@pytest.mark.parametrize("kernel", ["sequential", "parallel-exact", "parallel-sparse"])
 def test_enumeration_matches_exact_posterior(kernel: str) -> None:
     e = _case()
     post = e.posterior(_truth())
@@ -298,6 +301,7 @@ MEDIUM_KERNELS = {
     "parallel-7": dict(sampler="parallel", num_blocks=7, chunk_size=5),   # chunked, ragged tails
     "parallel-1": dict(sampler="parallel", num_blocks=1),
     "parallel-default": dict(sampler="parallel"),
+    "parallel-sparse-7": dict(sampler="parallel", num_blocks=7, chunk_size=5, draw="sparse"),
 }
 
 
@@ -535,6 +539,9 @@ def test_read_outs_and_empty_document(tmp_path):
     (dict(sampler="uncollapsed"), "sampler"),
     (dict(num_blocks=0), "num_blocks"),
     (dict(chunk_size=True), "chunk_size"),
+    (dict(draw="fast"), "draw"),
+    (dict(draw="sparse", sampler="sequential"), "draw"),
+    (dict(draw="sparse", seed_words={0: ["w0"]}), "draw"),
 ])
 def test_bad_parameters_raise_naming_the_field(kwargs, field):
     args = dict(num_topics=3, num_pseudo_docs=4)

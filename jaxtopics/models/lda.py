@@ -43,6 +43,7 @@ from ..errors import ParameterError
 from ..validate import (FLOAT32_MAX, INT32_MAX, MAX_BLOCKS, check_float32, check_int,
                         check_positive_int, count_problem, latent_problem)
 from ..ops import (
+    DRAWS,
     LANE_MULTIPLE,
     block_uniforms,
     categorical,
@@ -108,8 +109,6 @@ LOG_JOINT_USES_DATA = False
 INITS = ("random", "incremental")
 #: how a sharded sweep keeps the devices' word-topic tables current (``Params.exchange``)
 EXCHANGES = ("rotate", "moves")
-#: the exact parallel kernel's per-token draw (``Params.draw``)
-DRAWS = ("auto", "dense", "sparse")
 
 
 class Params(NamedTuple):

@@ -34,6 +34,16 @@ Kernels (``Params.sampler``):
   kernel. With one document and one token per block (``num_blocks >= max(D, N)``) it is exact
   Gibbs (a systematic scan: every l, then every z).
 
+The parallel kernel's token draw from (T) is dense, O(K) per token (``ops.collapsed_topic_draw``),
+or sparse (``Params.draw``; ``ops.sparse_draw``, SparseLDA / CuLDA's split into a
+pseudo-document bucket and a word bucket, the same law): a token block's pseudo-documents list
+their distinct topics once per block (``ops.group_topic_lists``, at most ``MAX_GROUP_TOPICS``;
+the tokens of a pseudo-document with more draw densely), and the word bucket's topic-group sums
+are built once per block for the block's distinct words (``Data.token_block_words``, laid out
+once by :func:`prepare`). Per token O(M + sqrt K), M the pseudo-documents' distinct topics;
+per block O(P K) for the lists, so it pays when K is large and a block holds many more tokens
+than there are pseudo-documents (:func:`uses_sparse`).
+
 Counts are int32 tables: ``pseudo_topic`` [P, K] (N_l^k), ``pseudo_docs`` [P] (n_l),
 ``doc_topic`` [D, K] (N_m^k: a document's row moves between pseudo-documents as a whole),
 ``word_topic`` [V, K] (n_k^w) and ``topic`` [K] (n_k). PTM takes empty documents (they move by
@@ -64,6 +74,8 @@ from ..corpus import Corpus
 from ..errors import ParameterError
 from ..validate import MAX_BLOCKS, array_spec, check_positive_int, count_problem, latent_problem
 from ..ops import (
+    DRAWS,
+    block_word_lists,
     categorical,
     categorical_logits,
     chunked_map,
@@ -74,11 +86,14 @@ from ..ops import (
     move_counts,
     move_rows,
     pad_array,
+    group_topic_lists,
     pad_blocks,
     repeat_ranks,
     sharded_sweep,
+    sparse_topic_draw,
     strided_blocks,
     token_log_predictive,
+    word_group_table,
 )
 from .base import Sharding
 
@@ -86,7 +101,7 @@ __all__ = [
     "Params", "State", "Data", "SweepInfo", "SAMPLERS",
     "check_params", "check_state", "prepare", "init", "state_from_assignments", "sweep", "log_joint",
     "estimate", "fold_in", "assignments", "rebuild", "shard_sizes", "pad_shard", "recount_shard",
-    "learn", "learns", "traced_priors",
+    "learn", "learns", "traced_priors", "uses_sparse",
 ]
 
 SAMPLERS = ("parallel", "sequential")
@@ -97,9 +112,18 @@ SAMPLERS = ("parallel", "sequential")
 SHARDING = Sharding(fields={"z": "tokens", "pseudo": "docs", "doc_topic": "docs"},
                     replicated=("alpha", "beta"))
 #: Params fields newer than some model files, with the value those files ran with
-PARAMS_ADDED_LATER = {**learned_priors.DEFAULTS, **seed_words.DEFAULTS}
+PARAMS_ADDED_LATER = {**learned_priors.DEFAULTS, **seed_words.DEFAULTS, "draw": "dense"}
 #: State fields newer than some model files: the priors those chains ran with (their params')
 STATE_ADDED_LATER = learned_priors.state_added_later(lambda params: params.num_topics)
+
+#: the most distinct topics a pseudo-document's list holds in the sparse draw (static; the
+#: tokens of a pseudo-document with more draw densely)
+MAX_GROUP_TOPICS = 256
+#: "auto" draws sparsely on XLA:CPU from this K ...
+CPU_MIN_TOPICS = 5000
+#: ... and when a token block holds at least this many tokens per pseudo-document (the lists
+#: cost ~P K per block: ``scripts/profile_sparse_draw.py --model ptm``, docs/benchmarks.md)
+CPU_TOKENS_PER_GROUP = 128
 
 # float32 must hold a concentration and its products with K, P, V without under/overflow
 _MIN_CONC, _MAX_CONC = 1e-30, 1e30
@@ -124,6 +148,9 @@ class Params(NamedTuple):
     triples, each giving beta_kw = beta + weight in its topic's row; (T), the joint, phi and the
     held-out scores then use that per-topic prior. () (default): the symmetric beta. Not with
     ``optimize_beta``.
+    draw: the parallel kernel's token draw from (T): "dense" (O(K) per token), "sparse" (the
+    same law by SparseLDA / CuLDA's split, O(M + sqrt K) per token and O(P K) per block; not
+    with seed words or the sequential sampler) or "auto" (default: :func:`uses_sparse`).
     """
 
     num_topics: int
@@ -140,6 +167,7 @@ class Params(NamedTuple):
     burn_in: int = 50
     optimizer: str = "minka"
     seed_words: tuple = ()
+    draw: str = "auto"
 
 
 class Data(NamedTuple):
@@ -150,6 +178,9 @@ class Data(NamedTuple):
     padding), doc_valid: [D, L]. doc_blocks, doc_block_valid: [B, Cd] documents of each parallel
     block (D = padding). token_blocks, token_block_valid: [B, Ct] tokens of each parallel block.
     word_freq: [V] corpus frequency of each word (its shape carries V).
+    token_block_words: [B, U] the distinct words of each token block, ascending, padded with V
+    (``ops.block_word_lists``) when the sparse draw may be used (:func:`_lists_words`), else
+    [B, 0].
     """
 
     word: Array
@@ -163,6 +194,7 @@ class Data(NamedTuple):
     token_blocks: Array
     token_block_valid: Array
     word_freq: Array
+    token_block_words: Array
 
 
 class State(NamedTuple):
@@ -210,7 +242,13 @@ def check_params(params: Params) -> Params:
     the bad field."""
     if params.sampler not in SAMPLERS:
         raise ParameterError(f"sampler must be one of {SAMPLERS}, got {params.sampler!r}")
-    return params._replace(
+    if not isinstance(params.draw, str) or params.draw not in DRAWS:
+        raise ParameterError(f"draw must be one of {DRAWS}, got {params.draw!r}")
+    if params.draw == "sparse" and (params.sampler != "parallel" or params.seed_words):
+        raise ParameterError("draw='sparse' is the 'parallel' kernel's draw with the symmetric "
+                             f"beta (no seed_words), got sampler={params.sampler!r}, "
+                             f"seed_words={bool(params.seed_words)}")
+    return params._replace(draw=str(params.draw),
         num_topics=check_positive_int(params.num_topics, "num_topics"),
         num_pseudo_docs=check_positive_int(params.num_pseudo_docs, "num_pseudo_docs"),
         alpha=_concentration(params.alpha, "alpha"), beta=_concentration(params.beta, "beta"),
@@ -247,6 +285,12 @@ def prepare(corpus: Corpus, params: Params) -> Data:
     doc_tokens = np.where(doc_valid, starts[:, None] + slot, n).astype(np.int32)
     doc_blocks, doc_block_valid = strided_blocks(d, params.num_blocks)
     token_blocks, token_block_valid = strided_blocks(n, params.num_blocks)
+    v = corpus.num_words
+    if _lists_words(params):
+        word_ids = np.append(corpus.word_ids, v).astype(np.int32)
+        block_words = block_word_lists(np.where(token_block_valid, word_ids[token_blocks], v), v)
+    else:
+        block_words = np.zeros((token_blocks.shape[0], 0), np.int32)
     return Data(
         word=jnp.asarray(np.append(corpus.word_ids, 0).astype(np.int32)),
         doc=jnp.asarray(np.append(corpus.doc_index, 0).astype(np.int32)),
@@ -255,6 +299,7 @@ def prepare(corpus: Corpus, params: Params) -> Data:
         doc_blocks=jnp.asarray(doc_blocks), doc_block_valid=jnp.asarray(doc_block_valid),
         token_blocks=jnp.asarray(token_blocks), token_block_valid=jnp.asarray(token_block_valid),
         word_freq=jnp.asarray(corpus.word_counts().astype(np.int32)),
+        token_block_words=jnp.asarray(block_words),
     )
 
 
@@ -380,6 +425,64 @@ def _draw_topics(u: Array, pos: Array, state: State, data: Data, params: Params,
                                 state.z[pos], alpha, beta, v, beta_total=total)
 
 
+def _lists_words(params: Params) -> bool:
+    """Whether :func:`prepare` lays out each token block's distinct words: the sparse draw may
+    run (``draw="sparse"``, or "auto" on XLA:CPU from ``CPU_MIN_TOPICS``). A function of the
+    params and the backend only, so every shard of a sharded fit agrees."""
+    if params.sampler != "parallel" or params.seed_words or params.draw == "dense":
+        return False
+    return params.draw == "sparse" or (jax.default_backend() == "cpu"
+                                       and params.num_topics >= CPU_MIN_TOPICS)
+
+
+def uses_sparse(params: Params, data: Data) -> bool:
+    """Whether the parallel kernel draws topics sparsely: ``draw="sparse"``, or "auto" on XLA:CPU
+    when K >= ``CPU_MIN_TOPICS`` and a token block holds >= ``CPU_TOKENS_PER_GROUP`` tokens per
+    pseudo-document (the per-block lists cost P K; the dense draw K per token).
+
+    Args:
+        params: the model's Params.
+        data: the prepared (or padded shard) Data.
+
+    Returns:
+        bool. Raises ParameterError when ``draw="sparse"`` meets a Data prepared without the
+        token blocks' words (prepared with other params).
+    """
+    if not _lists_words(params):
+        return False
+    if data.token_block_words.shape[1] == 0:
+        raise ParameterError("this Data was prepared without the token blocks' words the sparse "
+                             "draw reads: prepare it with the same params (draw='sparse')")
+    return params.draw == "sparse" or (
+        data.token_blocks.shape[1] >= CPU_TOKENS_PER_GROUP * params.num_pseudo_docs)
+
+
+def _sparse_topics(u: Array, pos: Array, block_words: Array, state: State, data: Data,
+                   params: Params, v: int) -> Array:
+    """Topics of a token block's tokens `pos` [C] from (T) by the sparse split (``ops.sparse_draw``)
+    against `state`'s counts; u [2, C]. Tokens of a pseudo-document with more than
+    ``MAX_GROUP_TOPICS`` distinct topics draw densely (u[0]), in the same chunks."""
+    alpha, beta = _priors(state, params)
+    table = word_group_table(block_words, state.word_topic, state.topic, alpha, beta, v)
+    size = min(params.num_topics, MAX_GROUP_TOPICS)
+    topics, counts, overflow = group_topic_lists(state.pseudo_topic, size)
+    # [chunk, M + 1 + G] level-1 weights per chunk: at most 2^18 float32
+    chunk = min(params.chunk_size, max(64, 2 ** 18 // (size + 1 + table.shape[1])))
+
+    def draw(c):
+        uc, p = c[0].T, c[1]
+        group, word, old = state.pseudo[data.doc[p]], data.word[p], state.z[p]
+        slot = jnp.searchsorted(block_words, word).astype(jnp.int32)
+        new = sparse_topic_draw(uc, topics[group], state.pseudo_topic[group, old], word, slot, old,
+                                state.word_topic, state.topic, table, alpha, beta, v,
+                                member_counts=counts[group])
+        over = overflow[group]
+        return jax.lax.cond(jnp.any(over), lambda: jnp.where(
+            over, _draw_topics(uc[0], p, state, data, params, v), new), lambda: new)
+
+    return chunked_map(draw, (jnp.moveaxis(u, 1, 0), pos), chunk)
+
+
 def _move_tokens(state: State, pos: Array, data: Data, old: Array, new: Array, valid: Array,
                  axis_name: str | None = None) -> State:
     """Tokens `pos` change topic from `old` to `new` (padding slots: valid False). `axis_name`
@@ -440,20 +543,30 @@ def _parallel_sweep(key: Array, state: State, data: Data, params: Params,
         new = chunked_map(lambda c: _draw_pseudo(*c, st, data, params), (u, docs, valid), doc_chunk)
         return (_move_docs(st, docs, old, new, valid, axis_name), changed), None
 
+    sparse = uses_sparse(params, data)
+
     def token_block(carry, xs):
         st, changed = carry
-        pos, valid, u = xs
+        pos, valid, u, block_words = xs
         old = st.z[pos]
-        new = chunked_map(lambda c: _draw_topics(*c, st, data, params, v, prior), (u, pos),
-                          params.chunk_size)
+        if sparse:
+            new = _sparse_topics(u, pos, block_words, st, data, params, v)
+        else:
+            new = chunked_map(lambda c: _draw_topics(*c, st, data, params, v, prior), (u, pos),
+                              params.chunk_size)
         st = _move_tokens(st, pos, data, old, new, valid, axis_name)
         return (st, changed + jnp.sum(valid & (new != old), dtype=jnp.int32)), None
 
     carry = (state, jnp.int32(0))
     carry, _ = jax.lax.scan(doc_block, carry, (data.doc_blocks, data.doc_block_valid,
                                                jax.random.uniform(kl, data.doc_blocks.shape)))
-    carry, _ = jax.lax.scan(token_block, carry, (data.token_blocks, data.token_block_valid,
-                                                 jax.random.uniform(kz, data.token_blocks.shape)))
+    # the sparse draw's two levels take two uniforms per token ([B, 2, C]); the dense one's
+    # uniforms are those of the chains before the sparse draw existed
+    shape = data.token_blocks.shape
+    u = (jax.random.uniform(kz, (shape[0], 2, shape[1])) if sparse
+         else jax.random.uniform(kz, shape))
+    carry, _ = jax.lax.scan(token_block, carry, (data.token_blocks, data.token_block_valid, u,
+                                                 data.token_block_words))
     state, changed = carry
     return state, SweepInfo(changed)
 
@@ -484,13 +597,14 @@ def shard_sizes(data: Data, num_shards: int) -> dict[str, int]:
     return {"tokens": n, "docs": d, "doc_width": data.doc_tokens.shape[1],
             "doc_blocks": data.doc_blocks.shape[0], "doc_block_width": data.doc_blocks.shape[1],
             "token_blocks": data.token_blocks.shape[0],
-            "token_block_width": data.token_blocks.shape[1]}
+            "token_block_width": data.token_blocks.shape[1],
+            "token_block_words": data.token_block_words.shape[1]}
 
 
 def pad_shard(data: Data, sizes: dict[str, int]) -> Data:
     """A shard's Data padded to ``sizes``: the dummy token moves from n to n_max; padding tokens
-    and documents are in no block; padding documents are empty."""
-    n, d, _ = _sizes(data)
+    and documents are in no block; padding documents are empty; padding blocks list no word."""
+    n, d, v = _sizes(data)
     n_max, d_max = sizes["tokens"], sizes["docs"]
     doc_tokens = np.where(np.asarray(data.doc_tokens) >= n, n_max, np.asarray(data.doc_tokens))
     doc_blocks, doc_block_valid = pad_blocks(data.doc_blocks, data.doc_block_valid, d, d_max,
@@ -505,7 +619,10 @@ def pad_shard(data: Data, sizes: dict[str, int]) -> Data:
                 doc_valid=pad_array(data.doc_valid, width, False),
                 doc_blocks=doc_blocks, doc_block_valid=doc_block_valid,
                 token_blocks=token_blocks, token_block_valid=token_block_valid,
-                word_freq=np.asarray(data.word_freq))
+                word_freq=np.asarray(data.word_freq),
+                token_block_words=pad_array(data.token_block_words,
+                                            (sizes["token_blocks"], sizes["token_block_words"]),
+                                            v))
 
 
 def recount_shard(state: State, data: Data, params: Params, sizes: dict) -> State:

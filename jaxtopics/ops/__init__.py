@@ -8,7 +8,10 @@ from .concentration import (
 )
 from .conditionals import collapsed_topic_draw
 from .sparse_draw import (
+    DRAWS,
+    block_word_lists,
     distinct_words,
+    group_topic_lists,
     sparse_topic_draw,
     sparse_topic_weights,
     topic_groups,
@@ -82,6 +85,8 @@ __all__ = [
     "count_table",
     "crp_opens",
     "dirichlet_weights",
+    "DRAWS",
+    "block_word_lists",
     "distinct_words",
     "dirichlet_multinomial_log_evidence",
     "exchange",
@@ -99,6 +104,7 @@ __all__ = [
     "move_rows",
     "require_parallel",
     "shard_prefix",
+    "group_topic_lists",
     "sparse_topic_draw",
     "sparse_topic_weights",
     "shard_sum",

@@ -7,10 +7,12 @@ phi'_kw = (n_kw - [k=old] + beta) / (n_k - [k=old] + V beta). Then (1) splits in
     p_k ∝ (n_gk - [k=old]) phi'_kw  +  alpha_k phi'_kw                                   (2)
           ^ S: only the group's topics  ^ Q: every topic, a function of the word
 
-S is summed over the group's *members* other than topic old (sum_{k != old} n_gk phi'_kw = sum
-over the group's tokens j with z_j != old of phi'_{z_j w}) plus one entry for old,
-(n_g,old - [own] + alpha_old) phi'_old,w, so it costs the group's length M, not K, and needs no
-per-group topic list to maintain. Q differs from the word's own row
+S is summed over the group's *members* other than topic old plus one entry for old,
+(n_g,old - [own] + alpha_old) phi'_old,w. The members are either the group's tokens
+(sum_{k != old} n_gk phi'_kw = sum over the group's tokens j with z_j != old of phi'_{z_j w}:
+no per-group topic list to maintain, LDA's documents, contiguous in corpus order) or the
+group's distinct topics with their counts n_gk (:func:`group_topic_lists`, PTM's
+pseudo-documents); either way S costs the list's length M, not K. Q differs from the word's own row
 Q_w(k) = alpha_k (n_kw + beta) / (n_k + V beta) only at k = old, so Q_w is built once per
 distinct word of a block, as sums over G ~ sqrt(K) strided groups of topics (group c holds
 topics c, c + G, c + 2G, ...: :func:`word_group_table`), and a token draws (2) in two levels:
@@ -26,13 +28,18 @@ from __future__ import annotations
 
 import math
 
+import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import Array
 
 from .sampling import categorical, chunked_map
 
-__all__ = ["distinct_words", "sparse_topic_draw", "sparse_topic_weights", "topic_groups",
-           "word_group_table"]
+__all__ = ["DRAWS", "block_word_lists", "distinct_words", "group_topic_lists", "sparse_topic_draw",
+           "sparse_topic_weights", "topic_groups", "word_group_table"]
+
+#: the values of a model's ``Params.draw`` (the exact parallel kernel's per-token draw)
+DRAWS = ("auto", "dense", "sparse")
 
 #: [rows, K] elements per chunk when the word table is built (1 MiB of float32)
 _TABLE_ELEMENTS = 2 ** 18
@@ -64,6 +71,50 @@ def distinct_words(word: Array, size: int, fill: int) -> tuple[Array, Array]:
     """
     words = jnp.unique(word, size=size, fill_value=fill)
     return words, jnp.searchsorted(words, word).astype(jnp.int32)
+
+
+def block_word_lists(word_blocks: np.ndarray, fill: int) -> np.ndarray:
+    """The distinct words of each block of a fixed block layout (host side, once per corpus):
+    the rows of :func:`word_group_table` a block needs, without a sort in every sweep.
+
+    Args:
+        word_blocks: [B, C] word ids of each block's tokens, `fill` in padding slots.
+        fill: an id above every word id (V).
+
+    Returns:
+        int32 [B, U]: each block's distinct words ascending, padded with `fill`; U the most
+        distinct words of a block (at least 1).
+    """
+    ordered = np.sort(np.asarray(word_blocks), axis=1)
+    first = np.ones(ordered.shape, bool)
+    first[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    first &= ordered != fill
+    width = max(int(first.sum(axis=1).max(initial=0)), 1)
+    out = np.full((ordered.shape[0], width), fill, np.int32)
+    rows, cols = np.nonzero(first)
+    out[rows, (np.cumsum(first, axis=1) - 1)[rows, cols]] = ordered[rows, cols]
+    return out
+
+
+def group_topic_lists(group_topic: Array, size: int) -> tuple[Array, Array, Array]:
+    """Each group's distinct topics with their counts: the members of (2) for groups whose
+    tokens are not contiguous (one ``lax.top_k`` over the [G, K] table, ~8 ns per cell on
+    XLA:CPU: worth it when a block has many more tokens than the table has groups).
+
+    Args:
+        group_topic: [G, K] counts n_gk (any integer dtype).
+        size: M, the static length of a list (at most K).
+
+    Returns:
+        (topics [G, M] int32, -1 where the count is 0; counts [G, M] int32; overflow [G] bool:
+        the group has more than M non-zero topics, so its list is incomplete and its tokens
+        need the dense draw).
+    """
+    counts, topics = jax.lax.top_k(group_topic.astype(jnp.float32), size)
+    listed = counts > 0
+    overflow = jnp.sum(group_topic > 0, axis=1) > size
+    cell = jnp.take_along_axis(group_topic, topics, axis=1).astype(jnp.int32)
+    return (jnp.where(listed, topics, -1).astype(jnp.int32), jnp.where(listed, cell, 0), overflow)
 
 
 def _topic_weights(topic_totals: Array, alpha: Array | float, beta: float | Array,
@@ -111,7 +162,8 @@ def word_group_table(words: Array, word_topic: Array, topic_totals: Array,
 
 def _buckets(members: Array, own_count: Array, word: Array, slot: Array, old: Array,
              word_topic: Array, topic_totals: Array, table: Array, alpha: Array | float,
-             beta: float | Array, num_words: int, exclude_own: bool):
+             beta: float | Array, num_words: int, exclude_own: bool,
+             member_counts: Array | None):
     """The level-1 weights [C, M + 1 + G] of (2) with their topics [C, M + 1] (S entries) and
     the level-2 inputs; see :func:`sparse_topic_draw`."""
     k = topic_totals.shape[0]
@@ -126,6 +178,8 @@ def _buckets(members: Array, own_count: Array, word: Array, slot: Array, old: Ar
     topics = jnp.maximum(members, 0)
     s_weight = jnp.where(listed, (word_topic[word[:, None], topics].astype(jnp.float32) + beta)
                          * inverse[topics], 0.0)
+    if member_counts is not None:
+        s_weight = s_weight * member_counts.astype(jnp.float32)
     own = 1.0 if exclude_own else 0.0
     phi_old = (word_topic[word, old].astype(jnp.float32) + beta - own) * (
         own_inverse if exclude_own else inverse[old])
@@ -157,7 +211,7 @@ def _buckets(members: Array, own_count: Array, word: Array, slot: Array, old: Ar
 def sparse_topic_draw(u: Array, members: Array, own_count: Array, word: Array, slot: Array,
                       old: Array, word_topic: Array, topic_totals: Array, table: Array,
                       alpha: Array | float, beta: float | Array, num_words: int,
-                      exclude_own: bool = True) -> Array:
+                      exclude_own: bool = True, member_counts: Array | None = None) -> Array:
     """Exact draw from (1) for a chunk of C tokens, by the split (2).
 
     Args:
@@ -165,7 +219,8 @@ def sparse_topic_draw(u: Array, members: Array, own_count: Array, word: Array, s
         members: [C, M] int32 topics of each token's group's tokens at the counts' state
             (the token itself may be listed or not), -1 for none (padding); entries of topic
             `old` are not read, the others' counts must be n_g. off topic old. A group with
-            more than M tokens needs the dense draw.
+            more than M tokens needs the dense draw. With `member_counts`: each group's
+            distinct topics instead (:func:`group_topic_lists`).
         own_count: [C] n_g,old, the group's count at `old` (the token included when
             `exclude_own`).
         word: [C] each token's row of `word_topic`.
@@ -176,6 +231,8 @@ def sparse_topic_draw(u: Array, members: Array, own_count: Array, word: Array, s
         alpha: the symmetric alpha or alpha_k [K]. beta: the symmetric prior.
         num_words: V.
         exclude_own: whether the counts include the token at `old` (then excluded).
+        member_counts: None (each member is one token), or [C, M] the count n_gk of each
+            listed topic (members then list each topic at most once).
 
     Returns:
         int32 [C] topics drawn from (1) (``collapsed_topic_draw``'s law).
@@ -184,7 +241,7 @@ def sparse_topic_draw(u: Array, members: Array, own_count: Array, word: Array, s
     g, _ = topic_groups(k)
     weights, s_topic, group_members, q_weights = _buckets(
         members, own_count, word, slot, old, word_topic, topic_totals, table, alpha, beta,
-        num_words, exclude_own)
+        num_words, exclude_own, member_counts)
     first = categorical(u[0], weights)
     m1 = s_topic.shape[1]
     group = jnp.clip(first - m1, 0, g - 1)
@@ -198,13 +255,13 @@ def sparse_topic_draw(u: Array, members: Array, own_count: Array, word: Array, s
 def sparse_topic_weights(members: Array, own_count: Array, word: Array, slot: Array, old: Array,
                          word_topic: Array, topic_totals: Array, table: Array,
                          alpha: Array | float, beta: float | Array, num_words: int,
-                         exclude_own: bool = True) -> Array:
+                         exclude_own: bool = True, member_counts: Array | None = None) -> Array:
     """The unnormalised law over the K topics that :func:`sparse_topic_draw` draws from (for
     tests: it equals (1) up to a factor per token).
 
     Args:
         members, own_count, word, slot, old, word_topic, topic_totals, table, alpha, beta,
-            num_words, exclude_own: as for :func:`sparse_topic_draw`.
+            num_words, exclude_own, member_counts: as for :func:`sparse_topic_draw`.
 
     Returns:
         float32 [C, K]: the S entries added at their topics, plus each group's level-1 mass
@@ -214,7 +271,7 @@ def sparse_topic_weights(members: Array, own_count: Array, word: Array, slot: Ar
     g, _ = topic_groups(k)
     weights, s_topic, group_members, q_weights = _buckets(
         members, own_count, word, slot, old, word_topic, topic_totals, table, alpha, beta,
-        num_words, exclude_own)
+        num_words, exclude_own, member_counts)
     m1 = s_topic.shape[1]
     rows = jnp.arange(weights.shape[0])[:, None]
     out = jnp.zeros((weights.shape[0], k), jnp.float32).at[rows, s_topic].add(weights[:, :m1])
