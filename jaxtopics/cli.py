@@ -369,6 +369,9 @@ def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) 
     run = dict(num_sweeps=args.sweeps, eval_every=args.eval_every,
                progress=False if args.no_progress else None,
                checkpoint_every=args.checkpoint_every, checkpoint_path=ckpt, devices=devices)
+    if out is not None and lead and not args.no_plots:
+        from .cli_outputs import import_matplotlib_early
+        import_matplotlib_early()            # while the sweeps run: ~0.3 s less after them
     before = 0
     if resuming:
         before = len(model.trace)
