@@ -369,6 +369,9 @@ def _fit_and_report(corpus: Corpus, args: argparse.Namespace, out: Path | None) 
     run = dict(num_sweeps=args.sweeps, eval_every=args.eval_every,
                progress=False if args.no_progress else None,
                checkpoint_every=args.checkpoint_every, checkpoint_path=ckpt, devices=devices)
+    if out is not None and lead and not args.no_plots:
+        from .cli_outputs import import_matplotlib_early
+        import_matplotlib_early()            # while the sweeps run: ~0.3 s less after them
     before = 0
     if resuming:
         before = len(model.trace)
@@ -761,7 +764,30 @@ def _main(argv: list[str] | None) -> int:
             except OSError:
                 pass
         os._exit(status)
+    if argv is None and not getattr(args, "coordinator", None):
+        _leave(status)
     return status
+
+
+def _leave(status: int) -> None:
+    """End the command now that its work is done and written: pending JAX effects awaited,
+    logging and the streams flushed, then ``os._exit``, without the interpreter's teardown
+    (freeing every module and JAX's backends: ~0.25 s after a fit, a twentieth of a cached
+    one). Not in a multi-process run, whose processes leave together through
+    jax.distributed's shutdown barrier."""
+    import logging
+    if "jax" in sys.modules:
+        try:
+            sys.modules["jax"].effects_barrier()
+        except Exception:                 # pragma: no cover - nothing left to wait for
+            pass
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(status)
 
 
 def _native_stdout_to_stderr() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,37 @@ if TYPE_CHECKING:
 
 #: the pictures `fit` draws, in the order it writes them
 PICTURES = ("trace.png", "topics.png")
+
+#: the modules the pictures need: imported by :func:`import_matplotlib_early` while the sweeps run
+_PICTURE_MODULES = ("matplotlib", "matplotlib.figure", "matplotlib.ticker",
+                    "matplotlib.font_manager", "matplotlib.backends.backend_agg")
+
+#: the thread importing them, until :func:`write_pictures` waits for it
+_early_import: list[threading.Thread] = []
+
+
+def _import_picture_modules() -> None:
+    import importlib
+    try:
+        for name in _PICTURE_MODULES:
+            importlib.import_module(name)
+    except Exception:         # no matplotlib (or a broken one): write_pictures says so itself
+        pass
+
+
+def import_matplotlib_early() -> None:
+    """Start importing matplotlib (~0.3-0.4 s) in a thread of its own, so that the import runs
+    while the fit's sweeps do (they release the GIL) instead of after them. Only the modules
+    are imported there: the figures are made and drawn on the calling thread, by
+    :func:`write_pictures`, which waits for this import first. Does nothing when matplotlib is
+    already imported or the import has been started."""
+    import sys
+    if any(t.is_alive() for t in _early_import) or "matplotlib.backends.backend_agg" in sys.modules:
+        return
+    _early_import.clear()               # a finished one no picture waited for (a failed fit)
+    thread = threading.Thread(target=_import_picture_modules, name="jaxtopics-import-matplotlib")
+    _early_import.append(thread)
+    thread.start()
 
 
 def write_doc_topics(model: FittedModel, corpus: Corpus, path: Path) -> None:
@@ -42,6 +74,8 @@ def write_pictures(model: FittedModel, out: Path, top_words: int = 10) -> list[s
 
     Returns:
         The names written. Raises ImportError (``plot.MISSING_MESSAGE``) without matplotlib."""
+    while _early_import:                # import_matplotlib_early's thread: its import done
+        _early_import.pop().join()
     from . import plot
     plot._matplotlib()
     from matplotlib.figure import Figure

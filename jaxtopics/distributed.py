@@ -83,6 +83,7 @@ from jax import Array
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from .corpus import Corpus
+from .devices import to_device
 from .errors import ParameterError
 from .models.base import kernel_module, sharding as _sharding
 from .processes import (_allgather_host, _host_value, balanced_ranges, global_fingerprint,
@@ -338,12 +339,12 @@ def prepare(corpus: Corpus, params: Any, num_shards: int,
         if getattr(padded[0], name) is not None:        # kept on the host, not on the devices
             host[name] = np.stack([np.asarray(getattr(p, name)) for p in padded])
             padded = [dataclasses.replace(p, **{name: None}) for p in padded]
-    stack = jnp.asarray if processes == 1 else np.asarray
+    stack = to_device if processes == 1 else np.asarray
     data = jax.tree.map(lambda *a: stack(np.stack([np.asarray(x) for x in a])), *padded)
     probe = jax.eval_shape(lambda d: module.init(jax.random.key(0), d, params),
                            jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape[1:], a.dtype), data))
     shapes = tuple((f, tuple(getattr(probe, f).shape)) for f in _sharding(module).fields)
-    sizes = {k: jnp.asarray(all_sizes[i], jnp.int32) for i, k in enumerate(names)}
+    sizes = {k: to_device(np.asarray(all_sizes[i], np.int32)) for i, k in enumerate(names)}
     return ShardedData(data=data, sizes=sizes, module=module, shapes=shapes, host=_HostArrays(host))
 
 
@@ -472,7 +473,7 @@ def shard_state(state: Any, sdata: ShardedData, *, local: bool = False) -> Any:
                 rows = full[t0[s] - base:t0[s + 1] - base]
                 held = slots[i] < rows.shape[0]
                 pieces[i][held] = rows[slots[i][held]]
-            out.append(pieces if jax.process_count() > 1 else jnp.asarray(pieces))
+            out.append(pieces if jax.process_count() > 1 else to_device(pieces))
             continue
         # trailing axes: at least the state's own (a capacity grown since ``prepare``)
         tail = tuple(max(a, b) for a, b in zip(shapes[f][1:], full.shape[1:]))
@@ -482,7 +483,7 @@ def shard_state(state: Any, sdata: ShardedData, *, local: bool = False) -> Any:
             if f in index:
                 rows = rows - (starts[index[f]][s] - (starts[index[f]][shards[0]] if local else 0))
             pieces[(i, slice(0, rows.shape[0])) + tuple(slice(0, n) for n in rows.shape[1:])] = rows
-        out.append(pieces if jax.process_count() > 1 else jnp.asarray(pieces))
+        out.append(pieces if jax.process_count() > 1 else to_device(pieces))
     return type(state)(*out)
 
 
@@ -617,12 +618,12 @@ def gather(state: Any, sdata: ShardedData) -> Any:
             continue
         x = host(value)
         if not _is_sharded(module, f):
-            out.append(jnp.asarray(x))
+            out.append(to_device(x))
             continue
         n = sizes[_sharding(module).fields[f]]
         top = int(n.max())
         rows = [x[s, :n[s]] + (starts[index[f]][s] if f in index else 0) for s in range(len(n))]
-        out.append(jnp.asarray(np.concatenate(rows + [x[-1, top:]]).astype(x.dtype)))
+        out.append(to_device(np.concatenate(rows + [x[-1, top:]]).astype(x.dtype)))
     return type(state)(*out)
 
 
@@ -641,8 +642,8 @@ def _gather_permuted(value: Array, slots: np.ndarray, n: np.ndarray) -> Array:
         held = held_slots < top
         rows[i][held_slots[held]] = mine[i][held]
     rows = _allgather_host(rows).reshape((-1, top))
-    return jnp.asarray(np.concatenate([rows[s, :n[s]] for s in range(len(n))]
-                                      + [np.zeros(1, rows.dtype)]))
+    return to_device(np.concatenate([rows[s, :n[s]] for s in range(len(n))]
+                                    + [np.zeros(1, rows.dtype)]))
 
 
 def place(state: Any, sdata: ShardedData, mesh: Mesh) -> tuple[Any, ShardedData]:

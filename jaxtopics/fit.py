@@ -19,9 +19,11 @@ from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import Array
 
 from . import memory
+from .devices import to_device
 from .errors import InvariantError
 from .models.base import Carried, Growable, Invariants, Learning, TracedPriors
 from .validate import seed_key
@@ -275,6 +277,11 @@ def evaluate_log_joint(model: ModuleType, params: Any, data: Any, state: Any) ->
     return model.log_joint(state, data, params), _traced_priors(model, state, params)
 
 
+def _int32(value: int) -> Array:
+    """``jnp.int32(value)`` (a sweep number) by a transfer, not a program (``to_device``)."""
+    return to_device(np.asarray(value, np.int32))
+
+
 def check_chunk_memory(model: ModuleType, params: Any, data: Any, state: Any, chain_key: Array,
                        start: int, stop: int, runner: Callable | None = None) -> Callable:
     """Refuse (ParameterError) a chunk of sweeps whose working memory does not fit on its
@@ -298,7 +305,7 @@ def check_chunk_memory(model: ModuleType, params: Any, data: Any, state: Any, ch
         ParameterError: the chunk does not fit."""
     jax.block_until_ready(state)           # the free memory read below counts the state
     lowered = (runner or run_chunk).lower(model, params, data, state, chain_key,
-                                          jnp.int32(start), jnp.int32(stop))
+                                          _int32(start), _int32(stop))
     compiled = lowered.compile()
     stats = compiled.memory_analysis()
     if stats is None:               # pragma: no cover - a backend that does not say
@@ -429,7 +436,7 @@ def run_sweeps(model: ModuleType, params: Any, data: Any, state: Any, chain_key:
                                                point, runner=runner)
                     checked = _shapes(state)
                 state, lj, changed, reached, priors, holds = chunk(
-                    data, state, chain_key, jnp.int32(done), jnp.int32(point))
+                    data, state, chain_key, _int32(done), _int32(point))
                 first, done = done + 1, int(reached)
                 if done >= first:      # a state no sweep touched was checked already
                     check_invariants(model, holds, lj, done, first)
@@ -520,7 +527,7 @@ def run_chains(model: ModuleType, params: Any, data: Any, states: Any, chain_key
             chunk = check_chunk_memory(model, params, data, states, chain_keys, 0, point,
                                        runner=run_chains_chunk)
         states, lj, changed, _, priors, holds = chunk(
-            data, states, chain_keys, jnp.int32(done), jnp.int32(point))
+            data, states, chain_keys, _int32(done), _int32(point))
         holds, lj = jax.device_get((holds, lj))
         for c in range(count):
             check_invariants(model, {n: v[c] for n, v in holds.items()}, lj[c], point, done + 1,

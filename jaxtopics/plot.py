@@ -177,7 +177,10 @@ def top_words(model: FittedModel, num_words: int = 10, topics: Any = None, *,
             hold something, largest share first, at most `max_topics`.
         max_topics: the most topics shown when `topics` is None.
         ncols: panels per row (default: up to 5).
-        fig: the matplotlib Figure to draw on (its size is set); None: a new one.
+        fig: the matplotlib Figure to draw on (its size is set); None: a new one. Without a
+            layout engine of its own the panels are placed with fixed margins, the left one
+            fitted to the widest word (a word wider than 1.2 inches is shortened with an
+            ellipsis); a figure with one (``layout="constrained"``) is laid out by it.
 
     Returns:
         The Figure, one Axes per topic titled ``topic k (share)``.
@@ -201,33 +204,82 @@ def top_words(model: FittedModel, num_words: int = 10, topics: Any = None, *,
     rows_words = min(num_words, len(model.vocab))
     panel_h = 0.19 * rows_words + 0.55
     size = (2.5 * ncols + 0.3, panel_h * nrows + 0.3)
+    top = model.top_word_ids(rows_words, ids) if len(ids) else np.zeros((0, rows_words), int)
+    labels = [[model.vocab[w] for w in words] for words in top]
     if fig is None:
         _matplotlib()
         import matplotlib.pyplot as plt
-        fig = plt.figure(figsize=size, layout="constrained")
+        fig = plt.figure(figsize=size)
     else:
         fig.set_size_inches(*size)
-        if fig.get_layout_engine() is None:
-            fig.set_layout_engine("constrained")
-    axes = fig.subplots(nrows, ncols, squeeze=False)
+    if fig.get_layout_engine() is None:        # panels placed here: no layout engine to run
+        labels, grid = _top_words_grid(fig, labels, nrows, ncols, len(ids))
+    else:                                      # the caller's figure keeps its own engine
+        grid = fig.add_gridspec(nrows, ncols)
+    place = [grid[i // ncols, i % ncols] for i in range(len(ids))]
     phi = model.topic_word
-    top = model.top_word_ids(rows_words, ids) if len(ids) else np.zeros((0, rows_words), int)
     colours = _matplotlib().colormaps["tab10"]
-    for i, ax in enumerate(axes.ravel()):
-        if i >= len(ids):
-            ax.remove()
-            continue
+    locator = _matplotlib().ticker.MaxNLocator
+    for i, where in enumerate(place):
+        ax = fig.add_subplot(where)
         k, words = int(ids[i]), top[i]
         ax.barh(np.arange(len(words)), phi[k, words], color=colours(i % 10), height=0.75)
-        ax.set_yticks(np.arange(len(words)), [model.vocab[w] for w in words], fontsize=8)
+        ax.set_yticks(np.arange(len(words)), labels[i], fontsize=8)
         ax.invert_yaxis()                          # the most probable word on top
         ax.set_title(f"topic {k} ({share[k]:.1%})", fontsize=9)
         ax.tick_params(axis="x", labelsize=7)
-        ax.xaxis.set_major_locator(_matplotlib().ticker.MaxNLocator(3))
+        ax.xaxis.set_major_locator(locator(3))
         ax.spines[["top", "right"]].set_visible(False)
         if i // ncols == nrows - 1 or i + ncols >= len(ids):
             ax.set_xlabel("p(word | topic)", fontsize=8)
     return fig
+
+
+#: :func:`top_words`' fixed layout, in inches: the figure's outer padding, the room of a
+#: panel's title (9 pt, 6 pt pad), of its x tick labels (7 pt, 3.5 pt ticks and pad), of its
+#: x label (8 pt), right of a panel (its last x tick label's half), left of its y tick labels
+#: (3.5 pt ticks and pad), and the widest word label before it is shortened
+_PAD, _TITLE, _XTICKS, _XLABEL, _RIGHT, _YTICKS, _WIDEST = 0.06, 0.28, 0.22, 0.19, 0.14, 0.12, 1.2
+
+
+def _top_words_grid(fig: Any, labels: list[list[str]], nrows: int, ncols: int, shown: int
+                    ) -> tuple[list[list[str]], Any]:
+    """(labels, GridSpec): the panels of :func:`top_words` placed with fixed margins, the left
+    one as wide as the widest word label (measured with the font it is drawn in; a label wider
+    than ``_WIDEST`` inches is shortened to fit): no text overlaps another panel, and no layout
+    engine runs when the figure is drawn (the constrained layout took ~0.5 s of a 20-panel
+    figure's save)."""
+    from matplotlib.backends.backend_agg import RendererAgg
+    from matplotlib.font_manager import FontProperties
+    measure = RendererAgg(1, 1, 72).get_text_width_height_descent
+    font = FontProperties(size=8)
+    known: dict[str, float] = {}
+
+    def width(text: str) -> float:
+        """`text`'s width in inches at the labels' font."""
+        if text not in known:
+            known[text] = measure(text, font, ismath=False)[0] / 72.0
+        return known[text]
+
+    def fitted(text: str) -> str:
+        while width(text) > _WIDEST and len(text) > 2:
+            text = _shorten(text, len(text) - 1)
+        return text
+
+    labels = [[fitted(w) for w in words] for words in labels]
+    left = max((width(w) for words in labels for w in words), default=0.0) * 1.05 + _YTICKS
+    w_in, h_in = fig.get_size_inches()
+    panel_w = (w_in - 2 * _PAD) / ncols - left - _RIGHT
+    # a row above the last holds x labels when the last row is not full (top_words labels the
+    # panel with no panel below it)
+    middle = _XTICKS + (_XLABEL if nrows > 1 and shown % ncols else 0.0) + _TITLE
+    bottom = _PAD + _XTICKS + _XLABEL
+    panel_h = (h_in - _PAD - _TITLE - bottom - (nrows - 1) * middle) / nrows
+    grid = fig.add_gridspec(nrows, ncols, left=(_PAD + left) / w_in,
+                            right=1 - (_PAD + _RIGHT) / w_in, bottom=bottom / h_in,
+                            top=1 - (_PAD + _TITLE) / h_in, wspace=(left + _RIGHT) / panel_w,
+                            hspace=middle / panel_h)
+    return labels, grid
 
 
 # -- documents x topics --------------------------------------------------------------------------

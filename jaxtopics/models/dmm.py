@@ -46,6 +46,7 @@ from jax import Array
 
 from .. import learned_priors
 from ..corpus import Corpus
+from ..devices import to_device
 from ..errors import ParameterError
 from ..validate import (ANY_LENGTH, MAX_BLOCKS, array_spec, check_int, count_problem, latent_problem,
                         same_length)
@@ -228,10 +229,10 @@ def prepare_layout(corpus: Corpus, num_blocks: int) -> Data:
     counts = np.concatenate([counts, np.zeros((1, counts.shape[1]), np.int32)])
     length = np.append(corpus.doc_lengths, 0).astype(np.int32)
     blocks, valid = strided_blocks(d, num_blocks)
-    return Data(items=jnp.asarray(items), counts=jnp.asarray(counts), length=jnp.asarray(length),
-                blocks=jnp.asarray(blocks), valid=jnp.asarray(valid),
+    return Data(items=to_device(items), counts=to_device(counts), length=to_device(length),
+                blocks=to_device(blocks), valid=to_device(valid),
                 count_range=jnp.arange(max(int(counts.max()), 1), dtype=jnp.int32),
-                word_freq=jnp.asarray(corpus.word_counts().astype(np.int32)))
+                word_freq=to_device(corpus.word_counts().astype(np.int32)))
 
 
 def prepare(corpus: Corpus, params: Params) -> Data:

@@ -116,6 +116,7 @@ from jax import Array
 
 from .. import sampled_concentrations
 from ..corpus import Corpus
+from ..devices import to_device
 from ..errors import ParameterError
 from ..validate import (ANY_LENGTH, MAX_BLOCKS, array_spec, check_int, count_problem, latent_problem,
                         same_length)
@@ -341,16 +342,16 @@ def prepare(corpus: Corpus, params: Params) -> Data:
     label_mask[d, 0] = True                              # the dummy document: label 0, no tokens
     lengths = corpus.doc_lengths
     blocks, valid = strided_blocks(d, params.num_blocks)
-    i32 = lambda x: jnp.asarray(np.asarray(x).astype(np.int32))
+    i32 = lambda x: to_device(np.asarray(x).astype(np.int32))
     return Data(
         word=i32(words), doc=i32(doc), slot=i32(slot),
         doc_start=i32(np.append(corpus.doc_offsets[:-1], n)), doc_len=i32(np.append(lengths, 0)),
-        doc_words=jnp.asarray(doc_words), doc_labels=jnp.asarray(doc_labels),
-        label_mask=jnp.asarray(label_mask),
+        doc_words=to_device(doc_words), doc_labels=to_device(doc_labels),
+        label_mask=to_device(label_mask),
         label_docs=i32(np.bincount(corpus.label_ids, minlength=len(corpus.label_names))),
         word_freq=i32(np.bincount(corpus.word_ids, minlength=v)),
         token_offsets=i32(np.arange(max(int(lengths.max()), 1))),
-        blocks=jnp.asarray(blocks), valid=jnp.asarray(valid),
+        blocks=to_device(blocks), valid=to_device(valid),
     )
 
 

@@ -81,6 +81,7 @@ from jax.scipy.special import gammaln
 
 from .. import sampled_concentrations
 from ..corpus import Corpus
+from ..devices import to_device
 from ..errors import CorpusError, ParameterError
 from ..validate import MAX_BLOCKS, array_spec, check_int, count_problem, latent_problem, same_length
 from ..ops import (categorical, categorical_logits, concentration_groups,
@@ -237,13 +238,13 @@ def prepare(corpus: Corpus, params: Params) -> Data:
         raise CorpusError("HDP needs a corpus with at least one token")
     blocks, valid = strided_blocks(n, params.num_blocks)
     return Data(
-        word=jnp.asarray(np.append(corpus.word_ids, 0).astype(np.int32)),
-        doc=jnp.asarray(np.append(corpus.doc_index, 0).astype(np.int32)),
-        doc_len=jnp.asarray(corpus.doc_lengths.astype(np.int32)),
-        word_freq=jnp.asarray(np.bincount(corpus.word_ids, minlength=corpus.num_words).astype(np.int32)),
-        doc_word=jnp.asarray(np.unique(corpus.doc_index.astype(np.int64) * corpus.num_words
+        word=to_device(np.append(corpus.word_ids, 0).astype(np.int32)),
+        doc=to_device(np.append(corpus.doc_index, 0).astype(np.int32)),
+        doc_len=to_device(corpus.doc_lengths.astype(np.int32)),
+        word_freq=to_device(np.bincount(corpus.word_ids, minlength=corpus.num_words).astype(np.int32)),
+        doc_word=to_device(np.unique(corpus.doc_index.astype(np.int64) * corpus.num_words
                                        + corpus.word_ids, return_inverse=True)[1].astype(np.int32)),
-        blocks=jnp.asarray(blocks), valid=jnp.asarray(valid),
+        blocks=to_device(blocks), valid=to_device(valid),
     )
 
 

@@ -39,6 +39,7 @@ from jax import Array
 
 from .. import learned_priors, seed_words
 from ..corpus import Corpus
+from ..devices import to_device
 from ..errors import ParameterError
 from ..validate import (FLOAT32_MAX, INT32_MAX, MAX_BLOCKS, check_float32, check_int,
                         check_positive_int, count_problem, latent_problem)
@@ -376,14 +377,14 @@ def prepare(corpus: Corpus, params: Params) -> Data:
         members = np.argsort(word_ids, kind="stable").astype(np.int32)
         rank = np.zeros(n, np.int32)
         rank[members] = np.arange(n, dtype=np.int32) - word_start[word_ids[members]]
-        members, rank = jnp.asarray(members), jnp.asarray(to_strided(rank, b))
+        members, rank = to_device(members), to_device(to_strided(rank, b))
     word = to_strided(word_ids, b, fill=v)
     return Data(
-        word=jnp.asarray(word),
-        doc=jnp.asarray(strided_segments(corpus.doc_offsets, b)),    # no [N] doc_index on the host
-        doc_start=jnp.asarray(corpus.doc_offsets[:-1].astype(np.int32)),
-        doc_len=jnp.asarray(corpus.doc_lengths.astype(np.int32)),
-        word_start=jnp.asarray(word_start), word_len=jnp.asarray(word_len),
+        word=to_device(word),
+        doc=to_device(strided_segments(corpus.doc_offsets, b)),    # no [N] doc_index on the host
+        doc_start=to_device(corpus.doc_offsets[:-1].astype(np.int32)),
+        doc_len=to_device(corpus.doc_lengths.astype(np.int32)),
+        word_start=to_device(word_start), word_len=to_device(word_len),
         word_members=members, word_rank=rank, num_tokens=n,
         count_bound=int(max(word_len.max(initial=0), corpus.doc_lengths.max(initial=0))),
         rotate_words=_carries_blocks(params) and params.exchange == "rotate",

@@ -71,6 +71,7 @@ from jax import Array
 
 from .. import learned_priors, seed_words
 from ..corpus import Corpus
+from ..devices import to_device
 from ..errors import ParameterError
 from ..validate import MAX_BLOCKS, array_spec, check_positive_int, count_problem, latent_problem
 from ..ops import (
@@ -292,14 +293,14 @@ def prepare(corpus: Corpus, params: Params) -> Data:
     else:
         block_words = np.zeros((token_blocks.shape[0], 0), np.int32)
     return Data(
-        word=jnp.asarray(np.append(corpus.word_ids, 0).astype(np.int32)),
-        doc=jnp.asarray(np.append(corpus.doc_index, 0).astype(np.int32)),
-        doc_start=jnp.asarray(starts.astype(np.int32)), doc_len=jnp.asarray(lengths.astype(np.int32)),
-        doc_tokens=jnp.asarray(doc_tokens), doc_valid=jnp.asarray(doc_valid),
-        doc_blocks=jnp.asarray(doc_blocks), doc_block_valid=jnp.asarray(doc_block_valid),
-        token_blocks=jnp.asarray(token_blocks), token_block_valid=jnp.asarray(token_block_valid),
-        word_freq=jnp.asarray(corpus.word_counts().astype(np.int32)),
-        token_block_words=jnp.asarray(block_words),
+        word=to_device(np.append(corpus.word_ids, 0).astype(np.int32)),
+        doc=to_device(np.append(corpus.doc_index, 0).astype(np.int32)),
+        doc_start=to_device(starts.astype(np.int32)), doc_len=to_device(lengths.astype(np.int32)),
+        doc_tokens=to_device(doc_tokens), doc_valid=to_device(doc_valid),
+        doc_blocks=to_device(doc_blocks), doc_block_valid=to_device(doc_block_valid),
+        token_blocks=to_device(token_blocks), token_block_valid=to_device(token_block_valid),
+        word_freq=to_device(corpus.word_counts().astype(np.int32)),
+        token_block_words=to_device(block_words),
     )
 
 

@@ -64,6 +64,7 @@ from jax import Array
 
 from .. import learned_priors
 from ..corpus import Corpus
+from ..devices import to_device
 from ..errors import CorpusError, ParameterError
 from ..validate import ANY_LENGTH, MAX_BLOCKS, array_spec, check_int, count_problem, latent_problem
 from ..ops import (
@@ -254,14 +255,14 @@ def prepare(corpus: Corpus, params: Params) -> Data:
     sent_doc = np.searchsorted(corpus.doc_offsets, offsets[:-1], side="right") - 1
     blocks, valid = strided_blocks(s, params.num_blocks)
     return Data(
-        sent_doc=jnp.asarray(np.append(sent_doc, 0).astype(np.int32)),
-        once_words=jnp.asarray(once_words), once_counts=jnp.asarray(once_counts),
-        rep_words=jnp.asarray(rep_words), rep_counts=jnp.asarray(rep_counts),
-        sent_len=jnp.asarray(np.append(lengths, 0).astype(np.int32)),
-        token_sentence=jnp.asarray(np.repeat(np.arange(s, dtype=np.int32), lengths)),
-        doc_sentences=jnp.asarray(np.bincount(sent_doc, minlength=corpus.num_docs).astype(np.int32)),
-        word_freq=jnp.asarray(np.bincount(corpus.word_ids, minlength=corpus.num_words).astype(np.int32)),
-        blocks=jnp.asarray(blocks), valid=jnp.asarray(valid),
+        sent_doc=to_device(np.append(sent_doc, 0).astype(np.int32)),
+        once_words=to_device(once_words), once_counts=to_device(once_counts),
+        rep_words=to_device(rep_words), rep_counts=to_device(rep_counts),
+        sent_len=to_device(np.append(lengths, 0).astype(np.int32)),
+        token_sentence=to_device(np.repeat(np.arange(s, dtype=np.int32), lengths)),
+        doc_sentences=to_device(np.bincount(sent_doc, minlength=corpus.num_docs).astype(np.int32)),
+        word_freq=to_device(np.bincount(corpus.word_ids, minlength=corpus.num_words).astype(np.int32)),
+        blocks=to_device(blocks), valid=to_device(valid),
     )
 
 
