@@ -633,8 +633,9 @@ class DPMM(_Estimator):
             The FittedModel."""
         if self.params.init == "incremental" and not isinstance(num_sweeps, bool) and num_sweeps == 0:
             raise ParameterError("DPMM's incremental start (init='incremental', the default) seats "
-                                 "the documents in the first sweep: fit at least 1 sweep, or "
-                                 "start from init='one' or 'random' to read an unswept state")
+                                 "the documents in the first sweep: fit at least 1 sweep "
+                                 "(--sweeps 1 on the command line), or in Python start from "
+                                 "init='one' or 'random' to read an unswept state")
         return super().fit(corpus, num_sweeps, *args, **kwargs)
 
 
