@@ -93,6 +93,23 @@ def test_top_words_grid(lda_chains, dpmm, tmp_path):
     assert len(fig.axes) == 1 and fig.axes[0].get_title().startswith("topic 0 ")
 
 
+@pytest.mark.parametrize("word", ["i" * 80, "l" * 30, "W" * 12, "ab"])
+def test_top_words_labels_fit_their_margin_at_the_saved_resolution(word):
+    """Review: narrow glyphs are wider at 120 dpi (the CLI's) than at 72 (hinting): the label
+    margin, measured at several resolutions, holds the (shortened) label's drawn width."""
+    from matplotlib.backends.backend_agg import RendererAgg
+    from matplotlib.font_manager import FontProperties
+
+    fig = plt.figure(figsize=(8, 3), dpi=100)
+    labels, grid = plot._top_words_grid(fig, [[word], [word]], 1, 2, 2)
+    margin = grid.get_subplot_params().left * 8.0          # inches left of the first panel
+    for dpi in (72, 100, 120, 150):
+        drawn = RendererAgg(1, 1, dpi).get_text_width_height_descent(
+            labels[0][0], FontProperties(size=8), ismath=False)[0] / dpi
+        assert drawn + plot._YTICKS <= margin, (dpi, drawn, margin)     # label, tick, pad
+    plt.close(fig)
+
+
 def test_doc_topic_heat_map_groups_documents_by_topic(lda_chains, corpus, tmp_path):
     model = lda_chains[0]
     ax = plot.doc_topics(model, max_docs=12, doc_names=corpus.doc_names)
