@@ -33,6 +33,11 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+if __name__ == "__main__":
+    # `python -m jaxtopics.cli`: the modules that import jaxtopics.cli (cli_new_documents) get
+    # this module, not a second copy whose state (_report_state) the command would not read
+    sys.modules.setdefault("jaxtopics.cli", sys.modules[__name__])
+
 from .cli_new_documents import (_add_compare_k_command, _add_new_docs_commands,
                                 _check_compare_k_args, _check_new_docs_args, _compare_k,
                                 _evaluate_held_out, _infer)
@@ -785,6 +790,9 @@ def _leave(status: int) -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
+        except BrokenPipeError:       # the report still buffered when its reader left (`| true`)
+            if stream is sys.stdout and status == 0:
+                status = 141          # 128 + SIGPIPE, as `show` and a shell say
         except (OSError, ValueError):
             pass
     os._exit(status)

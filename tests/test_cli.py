@@ -595,6 +595,24 @@ def test_show_into_a_closed_pipe_exits_quietly(tmp_path):
     assert proc.wait(timeout=120) == 141 and err == ""
 
 
+@pytest.mark.parametrize("command", ["evaluate", "infer"])
+def test_a_buffered_report_into_a_closed_pipe_is_status_141(tmp_path, command):
+    """Review: `jaxtopics evaluate ... | true` exited 0 (its report, still buffered when the
+    command ended, was lost without a sign); it is 141 as `show`'s."""
+    c = jt.Corpus.from_texts(["apple banana cherry grape lemon", "melon peach plum apple"] * 3)
+    jt.LDA(num_topics=3).fit(c, num_sweeps=1).save(tmp_path / "m.jtm")
+    held = tmp_path / "held.txt"
+    held.write_text("apple banana plum\nmelon cherry\n", encoding="utf-8")
+    args = (["evaluate", str(tmp_path / "m.jtm"), "--held-out", str(held)] if command == "evaluate"
+            else ["infer", str(tmp_path / "m.jtm"), "--input", str(held), "--out",
+                  str(tmp_path / "theta.csv")])
+    proc = subprocess.Popen([sys.executable, "-m", "jaxtopics.cli", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()                         # closed before the child writes a byte
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141, err
+
+
 def test_cli_offers_every_model_its_sampler_settings(tmp_path):
     """Review: `--sentences` was accepted (and ignored) by models without sentences, `demo
     --max-docs 0` named the Python parameter, and DP-MRM's `initial_topics` (HDP's flag) and
