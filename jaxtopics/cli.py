@@ -33,11 +33,6 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-if __name__ == "__main__":
-    # `python -m jaxtopics.cli`: the modules that import jaxtopics.cli (cli_new_documents) get
-    # this module, not a second copy whose state (_report_state) the command would not read
-    sys.modules.setdefault("jaxtopics.cli", sys.modules[__name__])
-
 from .cli_new_documents import (_add_compare_k_command, _add_new_docs_commands,
                                 _check_compare_k_args, _check_new_docs_args, _compare_k,
                                 _evaluate_held_out, _infer)
@@ -935,4 +930,11 @@ def _first_line(e: BaseException) -> str:
 
 
 if __name__ == "__main__":
+    # `python -m jaxtopics.cli`: the modules that import jaxtopics.cli (cli_new_documents) get
+    # this module, not a second copy whose state (_report_state) the command would not read.
+    # Only when sys.modules holds this very module (runpy.run_module without alter_sys runs it
+    # in a temporary module that sys.modules does not hold)
+    running = sys.modules.get(__name__)
+    if running is not None and running.__dict__ is globals():
+        sys.modules.setdefault("jaxtopics.cli", running)
     sys.exit(main())
