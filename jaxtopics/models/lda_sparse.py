@@ -29,7 +29,8 @@ import numpy as np
 from jax import Array
 
 from ..errors import ParameterError
-from ..ops import block_uniforms, chunked_map, distinct_words, sparse_topic_draw, word_group_table
+from ..ops import (block_uniforms, chunked_map, dense_where, distinct_words, sparse_chunk,
+                   sparse_topic_draw, word_group_table)
 
 #: documents longer than this many tokens draw densely (the members list's static length cap)
 MAX_MEMBERS = 1024
@@ -37,8 +38,6 @@ MAX_MEMBERS = 1024
 CPU_MIN_TOPICS = 5000
 #: ... and from K >= this many times the longest document's tokens (the padded document bucket)
 CPU_TOPICS_PER_MEMBER = 20
-#: [chunk, entries] float32 elements of the sparse draw's level-1 weights per chunk
-_CHUNK_ELEMENTS = 2 ** 18
 
 
 def uses_sparse(params, data) -> bool:
@@ -100,11 +99,8 @@ def block_draw(block_key: Array, doc: Array, word: Array, old: Array, st, data, 
                                 st.word_topic, st.topic, table, alpha, beta, v)
         if not long_docs:
             return new
-        long = length > m
-        return jax.lax.cond(jnp.any(long),
-                            lambda: jnp.where(long, dense(u[0], doc_c, word_c, old_c), new),
-                            lambda: new)
+        return dense_where(length > m, new, lambda: dense(u[0], doc_c, word_c, old_c))
 
-    chunk = min(params.chunk_size, max(64, _CHUNK_ELEMENTS // (m + 1 + table.shape[1])))
+    chunk = sparse_chunk(params.chunk_size, m, table.shape[1])
     pieces = -(-width // chunk)
     return chunked_map(draw, (jnp.arange(width), doc, word, old, slot), -(-width // pieces))

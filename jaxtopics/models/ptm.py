@@ -87,10 +87,12 @@ from ..ops import (
     move_counts,
     move_rows,
     pad_array,
+    dense_where,
     group_topic_lists,
     pad_blocks,
     repeat_ranks,
     sharded_sweep,
+    sparse_chunk,
     sparse_topic_draw,
     strided_blocks,
     token_log_predictive,
@@ -467,8 +469,7 @@ def _sparse_topics(u: Array, pos: Array, block_words: Array, state: State, data:
     table = word_group_table(block_words, state.word_topic, state.topic, alpha, beta, v)
     size = min(params.num_topics, MAX_GROUP_TOPICS)
     topics, counts, overflow = group_topic_lists(state.pseudo_topic, size)
-    # [chunk, M + 1 + G] level-1 weights per chunk: at most 2^18 float32
-    chunk = min(params.chunk_size, max(64, 2 ** 18 // (size + 1 + table.shape[1])))
+    chunk = sparse_chunk(params.chunk_size, size, table.shape[1])
 
     def draw(c):
         uc, p = c[0].T, c[1]
@@ -477,9 +478,8 @@ def _sparse_topics(u: Array, pos: Array, block_words: Array, state: State, data:
         new = sparse_topic_draw(uc, topics[group], state.pseudo_topic[group, old], word, slot, old,
                                 state.word_topic, state.topic, table, alpha, beta, v,
                                 member_counts=counts[group])
-        over = overflow[group]
-        return jax.lax.cond(jnp.any(over), lambda: jnp.where(
-            over, _draw_topics(uc[0], p, state, data, params, v), new), lambda: new)
+        return dense_where(overflow[group], new,
+                           lambda: _draw_topics(uc[0], p, state, data, params, v))
 
     return chunked_map(draw, (jnp.moveaxis(u, 1, 0), pos), chunk)
 

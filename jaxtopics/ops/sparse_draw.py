@@ -35,14 +35,46 @@ from jax import Array
 
 from .sampling import categorical, chunked_map
 
-__all__ = ["DRAWS", "block_word_lists", "distinct_words", "group_topic_lists", "sparse_topic_draw",
-           "sparse_topic_weights", "topic_groups", "word_group_table"]
+__all__ = ["DRAWS", "block_word_lists", "dense_where", "distinct_words", "group_topic_lists",
+           "sparse_chunk", "sparse_topic_draw", "sparse_topic_weights", "topic_groups",
+           "word_group_table"]
 
 #: the values of a model's ``Params.draw`` (the exact parallel kernel's per-token draw)
 DRAWS = ("auto", "dense", "sparse")
 
 #: [rows, K] elements per chunk when the word table is built (1 MiB of float32)
 _TABLE_ELEMENTS = 2 ** 18
+#: [chunk, entries] float32 elements of the draw's level-1 weights per chunk (1 MiB)
+_CHUNK_ELEMENTS = 2 ** 18
+
+
+def sparse_chunk(chunk_size: int, list_length: int, groups: int) -> int:
+    """Tokens per chunk of :func:`sparse_topic_draw`.
+
+    Args:
+        chunk_size: the model's bound on tokens per chunk.
+        list_length: M, the members per token.
+        groups: G, the word table's topic groups.
+
+    Returns:
+        At most `chunk_size`, and few enough (at least 64) that a chunk's [chunk, M + 1 + G]
+        level-1 weights hold at most 2^18 float32.
+    """
+    return min(chunk_size, max(64, _CHUNK_ELEMENTS // (list_length + 1 + groups)))
+
+
+def dense_where(flagged: Array, sparse: Array, dense) -> Array:
+    """A chunk's sparse draws with those of the `flagged` tokens (a group longer than the
+    members' static length) replaced by the dense draw, run only when one is flagged.
+
+    Args:
+        flagged: [C] bool. sparse: [C] the sparse draws. dense: () -> [C] the dense draws.
+
+    Returns:
+        [C] int32.
+    """
+    return jax.lax.cond(jnp.any(flagged), lambda: jnp.where(flagged, dense(), sparse),
+                        lambda: sparse)
 
 
 def topic_groups(num_topics: int) -> tuple[int, int]:
